@@ -1,0 +1,1 @@
+//! Conformance harness for Paperclip sandbox-provider workers.

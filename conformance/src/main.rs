@@ -1,0 +1,3 @@
+//! `sandbox-conformance` command-line tool.
+
+fn main() {}

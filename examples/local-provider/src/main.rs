@@ -1,0 +1,3 @@
+//! Local-directory example provider.
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! Derive and attribute macros for `paperclip-sandbox` providers (see the SDK crate).

@@ -1,0 +1,700 @@
+//! JSON-RPC 2.0 messages as Paperclip uses them (protocol.md A.2).
+//!
+//! * One message per line (NDJSON); see [`parse_line`] and [`Message::to_line`].
+//! * Ids are numbers or strings and round-trip with their exact JSON type ([`Id`]).
+//! * A success response always carries `result` (`null` for void methods).
+//! * Classification follows the published SDK: a *response* has an `id` key and a `result` or
+//!   `error` key; a *request* has a string `method` and a non-null `id`; a *notification* has a
+//!   string `method` and no `id` key at all. Anything else is invalid.
+//! * Two Paperclip envelope keys ride beside the standard ones: [`Invocation`]
+//!   (`paperclipInvocation`, host→worker) and `paperclipInvocationId` (worker→host).
+
+use std::fmt;
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::error_code::ErrorCode;
+
+/// The only JSON-RPC version Paperclip speaks.
+pub const JSONRPC_VERSION: &str = "2.0";
+
+/// The envelope key of the host's invocation context on host→worker messages.
+pub const INVOCATION_KEY: &str = "paperclipInvocation";
+
+/// The envelope key naming the host invocation a worker→host message belongs to.
+pub const INVOCATION_ID_KEY: &str = "paperclipInvocationId";
+
+/// How many characters of a bad line the parse-error message quotes (published SDK).
+pub const PARSE_ERROR_QUOTE_LEN: usize = 200;
+
+/// A request id: a JSON number or a JSON string, kept exactly as received.
+///
+/// The host matches responses by strict equality, so an id must be echoed with its JSON type:
+/// numeric `7` is never answered as `"7"`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Id {
+    /// A numeric id (the host counts up from 1).
+    Number(serde_json::Number),
+    /// A string id (SDK tests use ids such as `"host-1"`).
+    String(String),
+}
+
+impl Id {
+    /// The id as a JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Id::Number(n) => Value::Number(n.clone()),
+            Id::String(s) => Value::String(s.clone()),
+        }
+    }
+
+    /// Reads an id from a JSON value; `None` for anything but a number or a string.
+    pub fn from_value(value: &Value) -> Option<Id> {
+        match value {
+            Value::Number(n) => Some(Id::Number(n.clone())),
+            Value::String(s) => Some(Id::String(s.clone())),
+            _ => None,
+        }
+    }
+}
+
+impl From<u64> for Id {
+    fn from(n: u64) -> Id {
+        Id::Number(n.into())
+    }
+}
+
+impl From<i64> for Id {
+    fn from(n: i64) -> Id {
+        Id::Number(n.into())
+    }
+}
+
+impl From<&str> for Id {
+    fn from(s: &str) -> Id {
+        Id::String(s.to_owned())
+    }
+}
+
+impl From<String> for Id {
+    fn from(s: String) -> Id {
+        Id::String(s)
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Id::Number(n) => write!(f, "{n}"),
+            Id::String(s) => write!(f, "{}", Value::String(s.clone())),
+        }
+    }
+}
+
+/// The company scope of a host invocation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InvocationScope {
+    /// The company the invocation acts for.
+    pub company_id: String,
+    /// Any further scope keys a newer host sends, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The `paperclipInvocation` object the host attaches to requests and notifications that carry
+/// a company (every `environment*` method but `environmentValidateConfig`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Invocation {
+    /// The invocation id (a UUID); worker→host calls made while serving it carry it as
+    /// `paperclipInvocationId`.
+    pub id: String,
+    /// The company scope.
+    pub scope: InvocationScope,
+    /// The W3C `traceparent` of the host span, when tracing is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// Any further keys a newer host sends, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A request: a call that expects a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The id to echo in the response.
+    pub id: Id,
+    /// The method name.
+    pub method: String,
+    /// The params; `None` when the key is absent.
+    pub params: Option<Value>,
+    /// The host's invocation context (host→worker).
+    pub invocation: Option<Invocation>,
+    /// The host invocation this call belongs to (worker→host).
+    pub invocation_id: Option<String>,
+}
+
+/// A notification: a message without an id that gets no response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method name (`log`, `execute.log`, `onEvent`, …).
+    pub method: String,
+    /// The params; `None` when the key is absent.
+    pub params: Option<Value>,
+    /// The host's invocation context (host→worker).
+    pub invocation: Option<Invocation>,
+    /// The host invocation this notification belongs to (worker→host).
+    pub invocation_id: Option<String>,
+}
+
+/// A JSON-RPC error object: `{code, message, data?}`. `data` is omitted when absent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ErrorObject {
+    /// The error code; see [`ErrorCode`] for the named ones.
+    pub code: i64,
+    /// A human-readable message.
+    pub message: String,
+    /// Typed error data (an allowlisted envelope); never arbitrary provider data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// An error object without data.
+    pub fn new(code: impl Into<i64>, message: impl Into<String>) -> Self {
+        ErrorObject { code: code.into(), message: message.into(), data: None }
+    }
+
+    /// The same error with `data` attached.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// `-32700` with the published SDK's wording: `Parse error: <detail>`.
+    pub fn parse_error(detail: &ParseErrorDetail) -> Self {
+        ErrorObject::new(ErrorCode::ParseError, format!("Parse error: {detail}"))
+    }
+
+    /// `-32601 Unknown method: <method>` for a method the worker does not know at all.
+    pub fn method_not_found(method: &str) -> Self {
+        ErrorObject::new(ErrorCode::MethodNotFound, format!("Unknown method: {method}"))
+    }
+
+    /// `-32004 <method> is not implemented by this plugin` for a known method without a hook.
+    pub fn method_not_implemented(method: &str) -> Self {
+        ErrorObject::new(
+            ErrorCode::MethodNotImplemented,
+            format!("{method} is not implemented by this plugin"),
+        )
+    }
+
+    /// `-32602 Invalid params: <detail>`.
+    pub fn invalid_params(detail: impl fmt::Display) -> Self {
+        ErrorObject::new(ErrorCode::InvalidParams, format!("Invalid params: {detail}"))
+    }
+
+    /// `-32600 Invalid request: <detail>`.
+    pub fn invalid_request(detail: impl fmt::Display) -> Self {
+        ErrorObject::new(ErrorCode::InvalidRequest, format!("Invalid request: {detail}"))
+    }
+
+    /// The named code, when the integer is one.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        ErrorCode::from_code(self.code)
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)
+    }
+}
+
+/// What a response carries: a result or an error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// `result` (`null` for void methods, never absent).
+    Result(Value),
+    /// `error`.
+    Error(ErrorObject),
+}
+
+/// A response to a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The echoed id; `None` serializes as `null` (parse errors, invalid requests).
+    pub id: Option<Id>,
+    /// The result or the error.
+    pub outcome: Outcome,
+}
+
+impl Response {
+    /// A success response; pass `Value::Null` for a void method.
+    pub fn success(id: Id, result: Value) -> Self {
+        Response { id: Some(id), outcome: Outcome::Result(result) }
+    }
+
+    /// An error response.
+    pub fn error(id: Option<Id>, error: ErrorObject) -> Self {
+        Response { id, outcome: Outcome::Error(error) }
+    }
+}
+
+/// Any Paperclip JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response.
+    Response(Response),
+}
+
+/// Why a line is not a JSON-RPC 2.0 object: the detail of a `-32700` answer, worded as the
+/// published SDK words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParseErrorDetail {
+    /// The line is empty after trimming (never answered by the worker: blank lines are skipped).
+    Empty,
+    /// The line is not JSON; carries the first 200 characters of the trimmed line.
+    InvalidJson(String),
+    /// The line is JSON but not an object (a number, string, boolean or null).
+    NotAnObject,
+    /// `jsonrpc` is not `"2.0"`; carries the JSON text of the value, or `undefined` when absent
+    /// (a JSON array lands here too).
+    BadVersion(String),
+}
+
+impl fmt::Display for ParseErrorDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseErrorDetail::Empty => f.write_str("Empty message"),
+            ParseErrorDetail::InvalidJson(quote) => write!(f, "Invalid JSON: {quote}"),
+            ParseErrorDetail::NotAnObject => f.write_str("Message must be a JSON object"),
+            ParseErrorDetail::BadVersion(got) => {
+                write!(f, "Invalid or missing jsonrpc version (expected \"2.0\", got {got})")
+            }
+        }
+    }
+}
+
+/// Why a well-formed JSON-RPC 2.0 object is not a usable message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvalidMessage {
+    /// The id to answer with, when the object carried a usable one.
+    pub id: Option<Id>,
+    /// What is wrong, for the `-32600` message.
+    pub detail: String,
+}
+
+/// A line that could not be turned into a [`Message`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrameError {
+    /// Not a JSON-RPC 2.0 object: answer `-32700` with id `null`.
+    Parse(ParseErrorDetail),
+    /// A JSON-RPC 2.0 object that is neither a request, a notification nor a response:
+    /// answer `-32600`.
+    Invalid(InvalidMessage),
+}
+
+impl FrameError {
+    /// The error response a worker sends for this line.
+    pub fn to_response(&self) -> Response {
+        match self {
+            FrameError::Parse(detail) => Response::error(None, ErrorObject::parse_error(detail)),
+            FrameError::Invalid(invalid) => {
+                Response::error(invalid.id.clone(), ErrorObject::invalid_request(&invalid.detail))
+            }
+        }
+    }
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::Parse(d) => write!(f, "Parse error: {d}"),
+            FrameError::Invalid(i) => write!(f, "Invalid request: {}", i.detail),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// The first `max` UTF-16 code units of `s`, never splitting a character.
+fn quote_utf16(s: &str, max: usize) -> String {
+    let mut units = 0;
+    let mut end = 0;
+    for (i, c) in s.char_indices() {
+        units += c.len_utf16();
+        if units > max {
+            break;
+        }
+        end = i + c.len_utf8();
+    }
+    s[..end].to_owned()
+}
+
+/// JavaScript's `String.prototype.trim` white space (ASCII white space, NBSP, BOM, line
+/// terminators and the Unicode space separators).
+fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
+/// Trims a line as the published SDK does before parsing (`line.trim()`).
+pub fn trim_line(line: &str) -> &str {
+    line.trim_matches(is_js_whitespace)
+}
+
+/// Parses one NDJSON line into a message.
+///
+/// Blank lines are [`ParseErrorDetail::Empty`]; callers that follow the SDK skip them first.
+pub fn parse_line(line: &str) -> Result<Message, FrameError> {
+    let trimmed = trim_line(line);
+    if trimmed.is_empty() {
+        return Err(FrameError::Parse(ParseErrorDetail::Empty));
+    }
+    let value: Value = serde_json::from_str(trimmed).map_err(|_| {
+        FrameError::Parse(ParseErrorDetail::InvalidJson(quote_utf16(
+            trimmed,
+            PARSE_ERROR_QUOTE_LEN,
+        )))
+    })?;
+    Message::from_value(value)
+}
+
+impl Message {
+    /// Classifies a parsed JSON value exactly as protocol.md A.2 describes.
+    pub fn from_value(value: Value) -> Result<Message, FrameError> {
+        let mut obj = match value {
+            Value::Object(obj) => obj,
+            Value::Array(_) => {
+                return Err(FrameError::Parse(ParseErrorDetail::BadVersion("undefined".into())))
+            }
+            _ => return Err(FrameError::Parse(ParseErrorDetail::NotAnObject)),
+        };
+        match obj.get("jsonrpc") {
+            Some(Value::String(v)) if v == JSONRPC_VERSION => {}
+            Some(other) => {
+                return Err(FrameError::Parse(ParseErrorDetail::BadVersion(other.to_string())))
+            }
+            None => {
+                return Err(FrameError::Parse(ParseErrorDetail::BadVersion("undefined".into())))
+            }
+        }
+        let has_id = obj.contains_key("id");
+        let usable_id = obj.get("id").and_then(Id::from_value);
+        let invalid = |id: Option<Id>, detail: &str| {
+            Err(FrameError::Invalid(InvalidMessage { id, detail: detail.to_owned() }))
+        };
+
+        // Responses first, as the published SDK checks them first.
+        if has_id && (obj.contains_key("result") || obj.contains_key("error")) {
+            let id = match obj.get("id") {
+                Some(Value::Null) => None,
+                _ => match usable_id {
+                    Some(id) => Some(id),
+                    None => return invalid(None, "response id must be a number, a string or null"),
+                },
+            };
+            // An `error` key that is present and not undefined makes it an error response.
+            let outcome = match obj.remove("error") {
+                Some(err) => match serde_json::from_value::<ErrorObject>(err) {
+                    Ok(e) => Outcome::Error(e),
+                    Err(_) => {
+                        return invalid(
+                            id,
+                            "error must be an object with a numeric code and a string message",
+                        )
+                    }
+                },
+                None => Outcome::Result(obj.remove("result").unwrap_or(Value::Null)),
+            };
+            return Ok(Message::Response(Response { id, outcome }));
+        }
+
+        let method = match obj.remove("method") {
+            Some(Value::String(m)) => m,
+            Some(_) => return invalid(usable_id, "method must be a string"),
+            None => {
+                return invalid(
+                    usable_id,
+                    "a request needs a method, a response a result or an error",
+                )
+            }
+        };
+        let params = obj.remove("params");
+        let invocation =
+            obj.remove(INVOCATION_KEY).and_then(|v| serde_json::from_value::<Invocation>(v).ok());
+        let invocation_id = match obj.remove(INVOCATION_ID_KEY) {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        };
+        if !has_id {
+            return Ok(Message::Notification(Notification {
+                method,
+                params,
+                invocation,
+                invocation_id,
+            }));
+        }
+        match usable_id {
+            Some(id) => {
+                Ok(Message::Request(Request { id, method, params, invocation, invocation_id }))
+            }
+            None if obj.get("id") == Some(&Value::Null) => {
+                invalid(None, "a request id must not be null (omit the id for a notification)")
+            }
+            None => invalid(None, "a request id must be a number or a string"),
+        }
+    }
+
+    /// Serializes the message as one NDJSON line, `\n` included.
+    pub fn to_line(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("a message always serializes");
+        line.push('\n');
+        line
+    }
+}
+
+impl Serialize for Request {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(params) = &self.params {
+            map.serialize_entry("params", params)?;
+        }
+        if let Some(inv) = &self.invocation {
+            map.serialize_entry(INVOCATION_KEY, inv)?;
+        }
+        if let Some(id) = &self.invocation_id {
+            map.serialize_entry(INVOCATION_ID_KEY, id)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Notification {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(params) = &self.params {
+            map.serialize_entry("params", params)?;
+        }
+        if let Some(inv) = &self.invocation {
+            map.serialize_entry(INVOCATION_KEY, inv)?;
+        }
+        if let Some(id) = &self.invocation_id {
+            map.serialize_entry(INVOCATION_ID_KEY, id)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Response {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        map.serialize_entry("id", &self.id)?;
+        match &self.outcome {
+            Outcome::Result(v) => map.serialize_entry("result", v)?,
+            Outcome::Error(e) => map.serialize_entry("error", e)?,
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Message::Request(r) => r.serialize(serializer),
+            Message::Notification(n) => n.serialize(serializer),
+            Message::Response(r) => r.serialize(serializer),
+        }
+    }
+}
+
+impl From<Request> for Message {
+    fn from(r: Request) -> Message {
+        Message::Request(r)
+    }
+}
+
+impl From<Notification> for Message {
+    fn from(n: Notification) -> Message {
+        Message::Notification(n)
+    }
+}
+
+impl From<Response> for Message {
+    fn from(r: Response) -> Message {
+        Message::Response(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(s: &str) -> Result<Message, FrameError> {
+        parse_line(s)
+    }
+
+    #[test]
+    fn ids_keep_their_json_type() {
+        for raw in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"health"}"#,
+            r#"{"jsonrpc":"2.0","id":"7","method":"health"}"#,
+        ] {
+            let Message::Request(req) = parse(raw).unwrap() else { panic!("request") };
+            let resp = Response::success(req.id.clone(), Value::Null);
+            let line = Message::from(resp).to_line();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            let sent: Value = serde_json::from_str(raw).unwrap();
+            assert_eq!(v["id"], sent["id"]);
+            assert_eq!(v["result"], Value::Null);
+            assert!(v.as_object().unwrap().contains_key("result"));
+        }
+    }
+
+    #[test]
+    fn void_result_is_explicit_null() {
+        let line = Message::from(Response::success(1u64.into(), Value::Null)).to_line();
+        assert_eq!(line, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}\n");
+    }
+
+    #[test]
+    fn parse_error_details_match_published_sdk() {
+        let cases = [
+            ("not json", "Parse error: Invalid JSON: not json"),
+            ("42", "Parse error: Message must be a JSON object"),
+            ("null", "Parse error: Message must be a JSON object"),
+            (
+                r#"{"jsonrpc":"1.0","id":1}"#,
+                "Parse error: Invalid or missing jsonrpc version (expected \"2.0\", got \"1.0\")",
+            ),
+            (
+                r#"{"id":1}"#,
+                "Parse error: Invalid or missing jsonrpc version (expected \"2.0\", got undefined)",
+            ),
+            (
+                "[1,2]",
+                "Parse error: Invalid or missing jsonrpc version (expected \"2.0\", got undefined)",
+            ),
+        ];
+        for (line, message) in cases {
+            let err = parse(line).unwrap_err();
+            let resp = err.to_response();
+            assert_eq!(resp.id, None);
+            let Outcome::Error(e) = resp.outcome else { panic!() };
+            assert_eq!(e.code, -32700);
+            assert_eq!(e.message, message, "{line}");
+        }
+    }
+
+    #[test]
+    fn p3_exact_line() {
+        let line = Message::from(parse("not json").unwrap_err().to_response()).to_line();
+        assert_eq!(line, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"Parse error: Invalid JSON: not json\"}}\n");
+    }
+
+    #[test]
+    fn invalid_json_quote_is_200_utf16_units() {
+        let long = format!("x{}", "é".repeat(300));
+        let FrameError::Parse(ParseErrorDetail::InvalidJson(q)) = parse(&long).unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(q.encode_utf16().count(), 200);
+        let emoji = format!("{}😀", "a".repeat(199));
+        let FrameError::Parse(ParseErrorDetail::InvalidJson(q)) = parse(&emoji).unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(q, "a".repeat(199));
+    }
+
+    #[test]
+    fn classification_follows_a2() {
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","method":"log","params":{}}"#),
+            Ok(Message::Notification(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1,"result":null}"#),
+            Ok(Message::Response(_))
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}"#),
+            Ok(Message::Response(Response { outcome: Outcome::Error(_), .. }))
+        ));
+        // P1: no result and no error is not a response.
+        assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":1}"#), Err(FrameError::Invalid(_))));
+        // id null with a method is neither a request nor a notification.
+        let err = parse(r#"{"jsonrpc":"2.0","id":null,"method":"health"}"#).unwrap_err();
+        assert!(matches!(err, FrameError::Invalid(InvalidMessage { id: None, .. })));
+        // A method that is not a string.
+        let err = parse(r#"{"jsonrpc":"2.0","id":"a","method":3}"#).unwrap_err();
+        let resp = err.to_response();
+        assert_eq!(resp.id, Some(Id::from("a")));
+        assert!(matches!(resp.outcome, Outcome::Error(ErrorObject { code: -32600, .. })));
+        // Response checked before request, as the SDK does.
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1,"method":"x","result":1}"#),
+            Ok(Message::Response(_))
+        ));
+    }
+
+    #[test]
+    fn invocation_envelope_round_trips() {
+        let raw = json!({"jsonrpc":"2.0","id":3,"method":"environmentExecute","params":{"a":1},
+            "paperclipInvocation":{"id":"inv-1","scope":{"companyId":"c1"},"traceparent":"00-abc"}});
+        let msg = Message::from_value(raw.clone()).unwrap();
+        let Message::Request(req) = &msg else { panic!() };
+        let inv = req.invocation.as_ref().unwrap();
+        assert_eq!(inv.id, "inv-1");
+        assert_eq!(inv.scope.company_id, "c1");
+        assert_eq!(serde_json::to_value(&msg).unwrap(), raw);
+        let note = Notification {
+            method: "execute.log".into(),
+            params: Some(json!({"stream":"stdout","chunk":"hi"})),
+            invocation: None,
+            invocation_id: Some("inv-1".into()),
+        };
+        assert_eq!(
+            Message::from(note).to_line(),
+            "{\"jsonrpc\":\"2.0\",\"method\":\"execute.log\",\"params\":{\"stream\":\"stdout\",\"chunk\":\"hi\"},\"paperclipInvocationId\":\"inv-1\"}\n"
+        );
+    }
+
+    #[test]
+    fn crlf_and_bom_are_trimmed() {
+        assert!(matches!(
+            parse("{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\r"),
+            Ok(Message::Notification(_))
+        ));
+        assert!(matches!(
+            parse("\u{feff}{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"),
+            Ok(Message::Notification(_))
+        ));
+        assert_eq!(parse("  \r").unwrap_err(), FrameError::Parse(ParseErrorDetail::Empty));
+    }
+}

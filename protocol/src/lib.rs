@@ -1,0 +1,31 @@
+//! Wire types and contract rules of the Paperclip sandbox-provider plugin protocol.
+//!
+//! This crate is the single place where a wire fact or a contract rule is written down. It has
+//! no I/O and no async runtime; the SDK, the conformance harness and the macros call it.
+//!
+//! | Module | Contract |
+//! |---|---|
+//! | [`jsonrpc`] | JSON-RPC 2.0 envelope, ids, classification, Paperclip invocation keys (A.2) |
+//! | [`error_code`] | standard and plugin error codes (B) |
+//! | [`methods`] | method names, the method registry, params and results of every method (D) |
+//! | [`manifest`] | manifest types and the strict validator per host profile (C, D1–D3) |
+//! | [`profile`] | host profiles `paperclip-2026-11` and `paperclip-2026-09` (D1) |
+//! | [`capabilities`] | the capability table and `verified ∩ declared ∩ narrowing` (E, D4) |
+//! | [`timeouts`] | S, E, acquire budget, resume deadline, clamping, transient rules (G, D8) |
+//! | [`envelope`] | creation-cleanup, acquisition diagnostic, sync error, stop error, receipts, ingress (F, D6) |
+//! | [`secret`] | [`Secret`](secret::Secret): never printed, never serialized in clear |
+//! | [`schema`] | JSON Schemas of every message and the manifest |
+
+pub mod capabilities;
+pub mod envelope;
+pub mod error_code;
+pub mod jsonrpc;
+pub mod manifest;
+pub mod methods;
+pub mod profile;
+pub mod schema;
+pub mod secret;
+pub mod timeouts;
+
+pub use error_code::ErrorCode;
+pub use profile::HostProfile;

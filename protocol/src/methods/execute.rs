@@ -1,0 +1,1 @@
+//! environmentExecute and the `execute.log` notification (protocol.md D.9, A.6).

@@ -1,0 +1,1 @@
+//! Interactive setup and template methods (protocol.md D.12).

@@ -1,0 +1,1 @@
+//! environmentSyncIn / environmentSyncOut (protocol.md D.10, decisions.md D7).

@@ -1,0 +1,1 @@
+//! environmentRealizeWorkspace and environmentRunnerIngressEndpoint (protocol.md D.8, D.11).

@@ -1,0 +1,1 @@
+//! JSON Schemas of every message type and of the manifest.

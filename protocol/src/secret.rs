@@ -1,0 +1,1 @@
+//! A secret value that is never printed or serialized in clear.
