@@ -1,3 +1,3 @@
-//! Local-directory example provider.
+//! The `local-provider` worker binary.
 
 fn main() {}
