@@ -22,14 +22,14 @@
 //! a lease, however, run as that same user with no further isolation: the local provider is a
 //! development and conformance tool, not a security boundary against the code it executes.
 
-// pub mod config;
+pub mod config;
 pub mod confine;
-// pub mod copy;
+pub mod copy;
 pub mod error;
 pub mod exec;
 pub mod glob;
-// pub mod leases;
-// pub mod sync;
+pub mod leases;
+pub mod sync;
 pub mod timeutil;
 
 pub use error::{ErrorKind, LocalError};
