@@ -13,6 +13,8 @@ pub mod setup;
 pub mod sync;
 pub mod workspace;
 
+pub use self::{execute::*, handshake::*, host::*, lease::*, setup::*, sync::*, workspace::*};
+
 use crate::profile::HostProfile;
 
 /// Method-name constants, host→worker and worker→host.
