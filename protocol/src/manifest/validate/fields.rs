@@ -90,7 +90,7 @@ pub(crate) fn check_ui(cx: &mut Ctx, v: &Value) {
             zod::object(cx, Some(item));
         });
     });
-    zod::optional(cx, ui, "launchers", |cx, v| check_unchecked_array(cx, v));
+    zod::optional(cx, ui, "launchers", check_unchecked_array);
 }
 
 /// The warning for a top-level field whose contents are not checked.

@@ -202,6 +202,11 @@ pub(crate) fn is_js_space(c: char) -> bool {
     )
 }
 
+/// A JavaScript comparison result (false when either side is NaN), named for readability.
+fn holds(comparison: bool) -> bool {
+    comparison
+}
+
 /// Runs the size checks of a string or array schema on `v` (they also run after a type error
 /// when the value has a `length`, as zod's `when` does).
 pub(crate) fn size_checks(cx: &mut Ctx, v: Option<&Value>, checks: &[Check]) {
@@ -213,14 +218,14 @@ pub(crate) fn size_checks(cx: &mut Ctx, v: Option<&Value>, checks: &[Check]) {
     };
     for check in checks {
         match *check {
-            Check::Min(n) if !(len >= n as f64) => {
+            Check::Min(n) if !holds(len >= n as f64) => {
                 let msg = match unit {
                     Some(u) => format!("Too small: expected {origin} to have >={n} {u}"),
                     None => format!("Too small: expected {origin} to be >={n}"),
                 };
                 cx.push(code::TOO_SMALL, msg, true);
             }
-            Check::Max(n) if !(len <= n as f64) => {
+            Check::Max(n) if !holds(len <= n as f64) => {
                 let msg = match unit {
                     Some(u) => format!("Too big: expected {origin} to have <={n} {u}"),
                     None => format!("Too big: expected {origin} to be <={n}"),
