@@ -325,7 +325,8 @@ fn mutate(m: &mut Value, rng: &mut Rng) {
             }
         }
         13 => {
-            let schema: Value = serde_json::from_str(*rng.pick(CONFIG_SCHEMAS)).unwrap();
+            let text: &str = rng.pick(CONFIG_SCHEMAS);
+            let schema: Value = serde_json::from_str(text).unwrap();
             if rng.chance(25) {
                 obj(m).insert("instanceConfigSchema".into(), schema);
             } else if let Some(d) = driver_mut(m, rng) {
