@@ -325,7 +325,7 @@ fn mutate(m: &mut Value, rng: &mut Rng) {
             }
         }
         13 => {
-            let text: &str = rng.pick(CONFIG_SCHEMAS);
+            let text = *rng.pick(CONFIG_SCHEMAS);
             let schema: Value = serde_json::from_str(text).unwrap();
             if rng.chance(25) {
                 obj(m).insert("instanceConfigSchema".into(), schema);
