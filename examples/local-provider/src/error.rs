@@ -36,12 +36,22 @@ pub struct LocalError {
     pub kind: ErrorKind,
     /// The message, for the operator.
     pub message: String,
+    /// The OS error number behind an [`ErrorKind::Io`] error, when there is one.
+    pub os_error: Option<i32>,
+    /// The exit code of a failed command ([`ErrorKind::CommandFailed`]), when it exited.
+    pub exit_code: Option<i32>,
 }
 
 impl LocalError {
     /// An error of the given kind.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self { kind, message: message.into(), os_error: None, exit_code: None }
+    }
+
+    /// The same error with `prefix: ` before its message.
+    pub fn context(mut self, prefix: impl fmt::Display) -> Self {
+        self.message = format!("{prefix}: {}", self.message);
+        self
     }
 
     /// A malformed request.
@@ -51,7 +61,8 @@ impl LocalError {
 
     /// A filesystem or process error, with what was being done.
     pub fn io(what: impl fmt::Display, err: std::io::Error) -> Self {
-        Self::new(ErrorKind::Io, format!("{what}: {err}"))
+        let os_error = err.raw_os_error();
+        Self { os_error, ..Self::new(ErrorKind::Io, format!("{what}: {err}")) }
     }
 }
 

@@ -203,13 +203,13 @@ async fn run_operations(
         for (index, mapping) in op.files.iter().enumerate() {
             let t = transfer(direction, &lease, mapping.clone(), abort.clone())
                 .await
-                .map_err(|e| LocalError::new(e.kind, tag(format!("files[{index}]: {e}"))))?;
+                .map_err(|e| e.context(tag(format!("files[{index}]"))))?;
             total += t;
         }
         for (index, cmd) in op.post_upload_commands.iter().enumerate() {
-            run_post_upload(&lease, cmd, deadline, groups).await.map_err(|e| {
-                LocalError::new(e.kind, tag(format!("postUploadCommands[{index}]: {e}")))
-            })?;
+            run_post_upload(&lease, cmd, deadline, groups)
+                .await
+                .map_err(|e| e.context(tag(format!("postUploadCommands[{index}]"))))?;
         }
         tracing::debug!(operation = %op.operation_id, files = total.files, bytes = total.bytes, "sync operation done");
         results.push(OperationResult {
@@ -316,7 +316,8 @@ async fn run_post_upload(
             let chars: Vec<char> = out.stderr.trim_end().chars().collect();
             chars[chars.len().saturating_sub(2_000)..].iter().collect()
         };
-        return Err(LocalError::new(ErrorKind::CommandFailed, format!("command {how}: {tail}")));
+        let err = LocalError::new(ErrorKind::CommandFailed, format!("command {how}: {tail}"));
+        return Err(LocalError { exit_code: out.exit_code, ..err });
     }
     Ok(())
 }

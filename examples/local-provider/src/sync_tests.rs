@@ -129,6 +129,7 @@ async fn operations_apply_in_order_and_fail_fast_naming_the_command() {
         "{err}"
     );
     assert!(err.message.contains("code 7") && err.message.contains("boom"), "{err}");
+    assert_eq!(err.exit_code, Some(7));
     assert!(!marker.exists(), "nothing after the failure ran");
 }
 
