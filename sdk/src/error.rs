@@ -1,0 +1,165 @@
+//! [`ProviderError`]: what a hook returns when it fails, and how it becomes a JSON-RPC error.
+//!
+//! A provider error is a code and a message, nothing else. **Arbitrary `error.data` is never
+//! forwarded** (protocol.md B): there is no way to attach a free-form [`Value`] to a provider
+//! error, and converting a received [`ErrorObject`] keeps its code and message but drops its
+//! data. The only data that may ever reach the wire are the typed envelopes of the contract
+//! (creation cleanup and acquisition diagnostic on acquire/destroy, sync error on sync, stop
+//! error on stop), held in a private [`EnvelopeData`] slot that the runtime gates by method
+//! when it answers. Those envelopes are produced by the protocol crate's `envelope` module;
+//! until it provides them the slot has no variant, so no data is ever sent.
+//!
+//! [`Value`]: serde_json::Value
+
+use std::fmt;
+use std::io;
+
+use paperclip_sandbox_protocol::error_code::ErrorCode;
+use paperclip_sandbox_protocol::jsonrpc::ErrorObject;
+
+/// The typed error-data envelopes a provider error may carry (extension point; see the module
+/// docs). Uninhabited until the protocol crate's envelopes are wired in.
+#[derive(Debug, Clone, PartialEq)]
+enum EnvelopeData {}
+
+/// A failed hook: a JSON-RPC error code and a message.
+///
+/// Messages reach the host verbatim and may be logged there: never put resolved secrets in
+/// them.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message} (code {code})")]
+pub struct ProviderError {
+    code: i64,
+    message: String,
+    data: Option<EnvelopeData>,
+}
+
+impl ProviderError {
+    /// An error with any code. Plugin codes of protocol.md B are in [`ErrorCode`]; other
+    /// integers pass through to the host unchanged.
+    pub fn new(code: impl Into<i64>, message: impl Into<String>) -> Self {
+        ProviderError { code: code.into(), message: message.into(), data: None }
+    }
+
+    /// `-32002` WORKER_ERROR: a hook failed without a more specific code (what the published
+    /// SDK answers for a thrown error without a numeric code).
+    pub fn worker(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::WorkerError, message)
+    }
+
+    /// `-32602 Invalid params: <detail>`.
+    pub fn invalid_params(detail: impl fmt::Display) -> Self {
+        ErrorObject::invalid_params(detail).into()
+    }
+
+    /// `-32004 <method> is not implemented by this plugin`.
+    pub fn not_implemented(method: &str) -> Self {
+        ErrorObject::method_not_implemented(method).into()
+    }
+
+    /// `-32603` INTERNAL_ERROR.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InternalError, message)
+    }
+
+    /// `-32003` TIMEOUT.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Timeout, message)
+    }
+
+    /// `-32002` from any error, with its `Display` text as the message.
+    pub fn from_error(err: &(dyn std::error::Error + 'static)) -> Self {
+        Self::worker(err.to_string())
+    }
+
+    /// The code.
+    pub fn code(&self) -> i64 {
+        self.code
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The JSON-RPC error answered for this error on `method`.
+    ///
+    /// This is where typed envelope data is gated by method (cleanup on acquire and destroy
+    /// only, diagnostic on acquire only, sync error on sync only, nothing on probe); today no
+    /// envelope exists, so the answer never has `data`.
+    pub fn to_error_object(&self, method: &str) -> ErrorObject {
+        let _ = method;
+        match self.data {
+            None => ErrorObject::new(self.code, self.message.clone()),
+            Some(ref never) => match *never {},
+        }
+    }
+}
+
+impl From<ErrorObject> for ProviderError {
+    /// Keeps the code and the message; drops any `data` (never forwarded).
+    fn from(e: ErrorObject) -> Self {
+        ProviderError::new(e.code, e.message)
+    }
+}
+
+impl From<io::Error> for ProviderError {
+    /// `-32002` with the I/O error's text.
+    fn from(e: io::Error) -> Self {
+        ProviderError::worker(e.to_string())
+    }
+}
+
+impl From<serde_json::Error> for ProviderError {
+    /// `-32002` with the JSON error's text.
+    fn from(e: serde_json::Error) -> Self {
+        ProviderError::worker(e.to_string())
+    }
+}
+
+impl From<String> for ProviderError {
+    /// `-32002` with this message.
+    fn from(message: String) -> Self {
+        ProviderError::worker(message)
+    }
+}
+
+impl From<&str> for ProviderError {
+    /// `-32002` with this message.
+    fn from(message: &str) -> Self {
+        ProviderError::worker(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use paperclip_sandbox_protocol::methods::name;
+    use serde_json::json;
+
+    #[test]
+    fn constructors_use_protocol_wording() {
+        let e = ProviderError::not_implemented(name::ENVIRONMENT_SYNC_IN);
+        assert_eq!(e.code(), -32004);
+        assert_eq!(e.message(), "environmentSyncIn is not implemented by this plugin");
+        let e = ProviderError::invalid_params("missing field `lease`");
+        assert_eq!(e.code(), -32602);
+        assert_eq!(e.message(), "Invalid params: missing field `lease`");
+        let e: ProviderError = io::Error::new(io::ErrorKind::NotFound, "no such box").into();
+        assert_eq!((e.code(), e.message()), (-32002, "no such box"));
+        assert_eq!(e.to_string(), "no such box (code -32002)");
+    }
+
+    #[test]
+    fn received_data_is_never_forwarded() {
+        let incoming = ErrorObject::new(-32042, "Provider refusal")
+            .with_data(json!({"schema": "paperclip/environment-creation-cleanup/v1"}));
+        let e = ProviderError::from(incoming);
+        let out = e.to_error_object(name::ENVIRONMENT_ACQUIRE_LEASE);
+        assert_eq!(out, ErrorObject::new(-32042, "Provider refusal"));
+        assert_eq!(
+            serde_json::to_string(&out).unwrap(),
+            "{\"code\":-32042,\"message\":\"Provider refusal\"}"
+        );
+    }
+}
