@@ -5,16 +5,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use paperclip_sandbox_protocol::jsonrpc::{ErrorObject, Id, Invocation};
-use paperclip_sandbox_protocol::methods::name;
-use serde::Serialize;
-use serde_json::{json, Value};
+use paperclip_sandbox_protocol::methods::{
+    self, name, ConfigGetParams, ExecuteLogParams, JsonObject, LogLevel, LogParams, OutputStream,
+    RpcMethod, RpcNotification,
+};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::runtime::peer::Peer;
-
-/// The most characters (UTF-16 code units, as the host counts them) one `execute.log`
-/// notification may carry (protocol.md A.6). Longer chunks are split.
-pub const EXECUTE_LOG_MAX_CHUNK: usize = 1_000_000;
 
 /// Cancellation of a call: set when the worker shuts down (the host never cancels a single
 /// call; protocol.md A.5).
@@ -69,30 +67,6 @@ impl fmt::Debug for CancellationToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CancellationToken").field("cancelled", &self.is_cancelled()).finish()
     }
-}
-
-/// The level of a `log` notification to the host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LogLevel {
-    /// `debug`
-    Debug,
-    /// `info`
-    Info,
-    /// `warn`
-    Warn,
-    /// `error`
-    Error,
-}
-
-/// The stream an `execute.log` chunk belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ExecuteStream {
-    /// `stdout`
-    Stdout,
-    /// `stderr`
-    Stderr,
 }
 
 /// What a hook knows about the call it serves, and its way back to the host.
@@ -194,36 +168,55 @@ impl Context {
     /// notifications (protocol.md A.6).
     ///
     /// Only while serving `environmentExecute`; elsewhere the chunk is dropped (the host would
-    /// drop it too). Empty chunks are dropped; chunks longer than [`EXECUTE_LOG_MAX_CHUNK`] are
-    /// split on character boundaries. The final result must still carry the full output.
-    pub fn execute_log(&self, stream: ExecuteStream, chunk: &str) {
+    /// drop it too). Empty chunks are dropped; chunks longer than
+    /// [`EXECUTE_LOG_MAX_CHUNK_CHARS`](methods::EXECUTE_LOG_MAX_CHUNK_CHARS) are split on
+    /// character boundaries. The final result must still carry the full output.
+    pub fn execute_log(&self, stream: OutputStream, chunk: &str) {
         if self.inner.method != name::ENVIRONMENT_EXECUTE {
             tracing::debug!(method = %self.inner.method, "execute.log outside environmentExecute dropped");
             return;
         }
-        for piece in split_utf16(chunk, EXECUTE_LOG_MAX_CHUNK) {
-            self.notify(name::EXECUTE_LOG, json!({ "stream": stream, "chunk": piece }));
+        for piece in ExecuteLogParams::split(stream, chunk) {
+            self.notify_typed::<methods::ExecuteLog>(&piece);
         }
     }
 
     /// Sends a `log` notification to the host, which logs it under the plugin's name.
     pub fn log(&self, level: LogLevel, message: impl Into<String>) {
-        self.notify(name::LOG, json!({ "level": level, "message": message.into() }));
+        self.notify_typed::<methods::LogNotification>(&LogParams::new(level, message));
     }
 
-    /// Reads the company's plugin config from the host (`config.get`).
-    pub async fn config_get(&self) -> Result<Value, ErrorObject> {
-        let params = match self.company_id() {
-            Some(c) => json!({ "companyId": c }),
-            None => json!({}),
-        };
-        self.call_host(name::CONFIG_GET, params).await
+    /// Reads the company's plugin config from the host (`config.get`, for this call's company).
+    pub async fn config_get(&self) -> Result<JsonObject, ErrorObject> {
+        let params = ConfigGetParams::new(self.company_id().map(str::to_owned));
+        self.request::<methods::ConfigGet>(&params).await
+    }
+
+    /// Calls a typed worker→host method, tagged with this call's invocation id. A result that
+    /// does not fit `M::Result` is `-32602`.
+    pub async fn request<M: RpcMethod>(
+        &self,
+        params: &M::Params,
+    ) -> Result<M::Result, ErrorObject> {
+        let params = serde_json::to_value(params).map_err(ErrorObject::invalid_params)?;
+        let result = self.call_host(M::NAME, params).await?;
+        serde_json::from_value(result).map_err(|e| {
+            ErrorObject::invalid_params(format_args!("{} result from the host: {e}", M::NAME))
+        })
     }
 
     /// Calls any worker→host method (protocol.md A.7), tagged with this call's invocation id.
     pub async fn call_host(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
         let inv = self.invocation_id().map(str::to_owned);
         self.inner.peer.call(method, Some(params), inv).await
+    }
+
+    /// Sends a typed worker→host notification, tagged with this call's invocation id.
+    pub fn notify_typed<N: RpcNotification>(&self, params: &N::Params) {
+        match serde_json::to_value(params) {
+            Ok(v) => self.notify(N::NAME, v),
+            Err(e) => tracing::error!(method = N::NAME, error = %e, "notification not sent"),
+        }
     }
 
     /// Sends any worker→host notification, tagged with this call's invocation id.
@@ -245,40 +238,10 @@ fn deadline_for(method: &str, params: Option<&Value>) -> Option<Instant> {
     Instant::now().checked_add(Duration::from_millis(ms.min(u32::MAX as f64) as u64))
 }
 
-/// Splits `s` into pieces of at most `max` UTF-16 code units, never inside a character.
-fn split_utf16(s: &str, max: usize) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let (mut start, mut units) = (0, 0);
-    for (i, c) in s.char_indices() {
-        if units + c.len_utf16() > max {
-            pieces.push(&s[start..i]);
-            start = i;
-            units = 0;
-        }
-        units += c.len_utf16();
-    }
-    if start < s.len() {
-        pieces.push(&s[start..]);
-    }
-    pieces
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn split_respects_utf16_units_and_char_boundaries() {
-        assert!(split_utf16("", 3).is_empty());
-        assert_eq!(split_utf16("abcdefg", 3), vec!["abc", "def", "g"]);
-        // 😀 is two UTF-16 units: it never straddles a boundary.
-        assert_eq!(split_utf16("a😀b😀", 2), vec!["a", "😀", "b", "😀"]);
-        let long = "é".repeat(EXECUTE_LOG_MAX_CHUNK + 5);
-        let parts = split_utf16(&long, EXECUTE_LOG_MAX_CHUNK);
-        assert_eq!(parts.len(), 2);
-        assert_eq!(parts[0].chars().count(), EXECUTE_LOG_MAX_CHUNK);
-        assert_eq!(parts[1].chars().count(), 5);
-    }
+    use serde_json::json;
 
     #[test]
     fn deadline_only_for_execute_with_timeout() {

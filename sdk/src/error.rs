@@ -14,13 +14,21 @@
 use std::fmt;
 use std::io;
 
+use paperclip_sandbox_protocol::envelope::{
+    creation_cleanup_data, stop_error_data, AcquisitionDiagnostic, Ownership, StopErrorReason,
+    SyncDiagnostic,
+};
 use paperclip_sandbox_protocol::error_code::ErrorCode;
 use paperclip_sandbox_protocol::jsonrpc::ErrorObject;
+use paperclip_sandbox_protocol::methods::name;
 
-/// The typed error-data envelopes a provider error may carry (extension point; see the module
-/// docs). Uninhabited until the protocol crate's envelopes are wired in.
+/// The typed error-data envelopes a provider error may carry (see the module docs).
 #[derive(Debug, Clone, PartialEq)]
-enum EnvelopeData {}
+enum EnvelopeData {
+    CreationCleanup { ownership: Box<Ownership>, diagnostic: Option<AcquisitionDiagnostic> },
+    Sync(SyncDiagnostic),
+    Stop(StopErrorReason),
+}
 
 /// A failed hook: a JSON-RPC error code and a message.
 ///
@@ -67,6 +75,28 @@ impl ProviderError {
         Self::new(ErrorCode::Timeout, message)
     }
 
+    /// `-32002` carrying the creation-cleanup envelope: the provider may have created a
+    /// resource it could not clean up, described by `ownership`; on acquire, `diagnostic` says
+    /// how far the acquisition got. Sent on acquire and destroy only.
+    pub fn creation_cleanup(
+        message: impl Into<String>,
+        ownership: Ownership,
+        diagnostic: Option<AcquisitionDiagnostic>,
+    ) -> Self {
+        let data = EnvelopeData::CreationCleanup { ownership: Box::new(ownership), diagnostic };
+        ProviderError { data: Some(data), ..Self::worker(message) }
+    }
+
+    /// `-32002` carrying the sync-error diagnostic. Sent on sync in/out only.
+    pub fn sync(message: impl Into<String>, diagnostic: SyncDiagnostic) -> Self {
+        ProviderError { data: Some(EnvelopeData::Sync(diagnostic)), ..Self::worker(message) }
+    }
+
+    /// `-32002` carrying the typed stop error (decisions.md D6). Sent on stop only.
+    pub fn stop(message: impl Into<String>, reason: StopErrorReason) -> Self {
+        ProviderError { data: Some(EnvelopeData::Stop(reason)), ..Self::worker(message) }
+    }
+
     /// `-32002` from any error, with its `Display` text as the message.
     pub fn from_error(err: &(dyn std::error::Error + 'static)) -> Self {
         Self::worker(err.to_string())
@@ -84,14 +114,26 @@ impl ProviderError {
 
     /// The JSON-RPC error answered for this error on `method`.
     ///
-    /// This is where typed envelope data is gated by method (cleanup on acquire and destroy
-    /// only, diagnostic on acquire only, sync error on sync only, nothing on probe); today no
-    /// envelope exists, so the answer never has `data`.
+    /// Typed envelope data is attached only where the contract allows it for `method` (see
+    /// the module docs); otherwise the answer has no `data`.
     pub fn to_error_object(&self, method: &str) -> ErrorObject {
-        let _ = method;
-        match self.data {
-            None => ErrorObject::new(self.code, self.message.clone()),
-            Some(ref never) => match *never {},
+        let error = ErrorObject::new(self.code, self.message.clone());
+        let data = match &self.data {
+            None => None,
+            Some(EnvelopeData::CreationCleanup { ownership, diagnostic }) => {
+                creation_cleanup_data(method, ownership, diagnostic.as_ref())
+            }
+            Some(EnvelopeData::Sync(diagnostic)) => match method {
+                name::ENVIRONMENT_SYNC_IN | name::ENVIRONMENT_SYNC_OUT => diagnostic.to_data(),
+                _ => None,
+            },
+            Some(EnvelopeData::Stop(reason)) => {
+                (method == name::ENVIRONMENT_STOP_LEASE).then(|| stop_error_data(*reason))
+            }
+        };
+        match data {
+            Some(data) => error.with_data(data),
+            None => error,
         }
     }
 }
@@ -161,5 +203,35 @@ mod tests {
             serde_json::to_string(&out).unwrap(),
             "{\"code\":-32042,\"message\":\"Provider refusal\"}"
         );
+    }
+
+    #[test]
+    fn envelopes_are_gated_by_method() {
+        use paperclip_sandbox_protocol::envelope::sync_error::SyncErrorCode;
+        let cleanup = json!({"providerLeaseId": "paperclip-create-attempt-1",
+            "companyId": "company-1", "environmentId": "environment-1", "runId": "run-1",
+            "attemptId": "attempt-1", "accountFingerprint": "a".repeat(64),
+            "labels": {"paperclip-provider": "rust"}, "accessToken": "secret-token"});
+        let ownership = Ownership::parse(&cleanup).unwrap();
+        let e = ProviderError::creation_cleanup("Cleanup required", ownership, None);
+        for method in [name::ENVIRONMENT_ACQUIRE_LEASE, name::ENVIRONMENT_DESTROY_LEASE] {
+            let out = e.to_error_object(method);
+            assert_eq!(out.code, -32002);
+            let data = out.data.expect("cleanup envelope");
+            assert_eq!(data["schema"], "paperclip/environment-creation-cleanup/v1");
+            assert!(!data.to_string().contains("secret"));
+        }
+        for method in [name::ENVIRONMENT_PROBE, name::ENVIRONMENT_SYNC_IN] {
+            assert_eq!(e.to_error_object(method).data, None, "{method}");
+        }
+
+        let sync = ProviderError::sync("copy failed", SyncDiagnostic::new(SyncErrorCode::Enoent));
+        let data = sync.to_error_object(name::ENVIRONMENT_SYNC_OUT).data.expect("sync envelope");
+        assert_eq!(data["schema"], "paperclip/environment-sync-error/v1");
+        assert_eq!(sync.to_error_object(name::ENVIRONMENT_EXECUTE).data, None);
+
+        let stop = ProviderError::stop("gone", StopErrorReason::Unrecoverable);
+        assert!(stop.to_error_object(name::ENVIRONMENT_STOP_LEASE).data.is_some());
+        assert_eq!(stop.to_error_object(name::ENVIRONMENT_RELEASE_LEASE).data, None);
     }
 }

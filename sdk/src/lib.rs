@@ -5,15 +5,20 @@
 //! [`run`], and the runtime does the rest.
 //!
 //! ```no_run
-//! use paperclip_sandbox_sdk::{provider, Context, HookResult, SandboxProvider};
-//! use serde_json::{json, Value};
+//! use paperclip_sandbox_sdk::prelude::*;
 //!
 //! struct MyProvider;
 //!
 //! #[provider]
 //! impl SandboxProvider for MyProvider {
-//!     async fn probe(&self, _params: Value, _cx: Context) -> HookResult<Value> {
-//!         Ok(json!({ "ok": true }))
+//!     async fn probe(&self, _params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
+//!         Ok(ProbeResult::new(true))
+//!     }
+//!
+//!     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
+//!         cx.execute_log(OutputStream::Stdout, "hello\n");
+//!         let _ = params.command;
+//!         Ok(ExecuteResult::exited(0).with_stdout("hello\n"))
 //!     }
 //! }
 //!
@@ -63,12 +68,21 @@ pub mod provider;
 pub mod runtime;
 pub mod testing;
 
-pub use context::{CancellationToken, Context, ExecuteStream, LogLevel};
+pub use context::{CancellationSource, CancellationToken, Context};
 pub use error::ProviderError;
+pub use paperclip_sandbox_protocol::methods::{LogLevel, OutputStream};
 pub use provider::{HookResult, SandboxProvider};
 pub use runtime::lifecycle::{RuntimeConfig, ServeEnd};
 
 use runtime::dispatch::Handler;
+
+/// Everything a provider usually needs: the trait, the macro, the context, errors, and the
+/// protocol's params and result types of every method.
+pub mod prelude {
+    pub use crate::{provider, Context, HookResult, ProviderError, SandboxProvider};
+    pub use paperclip_sandbox_protocol::methods::*;
+    pub use serde_json::Value;
+}
 
 /// A worker ready to serve: a provider (or a raw [`Handler`]) and the runtime's tunables.
 pub struct Worker {

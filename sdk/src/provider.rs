@@ -8,15 +8,26 @@
 //!
 //! Params arrive as JSON and are deserialized into the hook's params type; a value that does
 //! not fit is answered `-32602 Invalid params: …` without calling the hook. Unknown fields are
-//! ignored (decisions.md D9). Missing params are read as `{}`.
+//! ignored (decisions.md D9). Missing params are read as `{}`. The params and result types are
+//! the protocol crate's ([`paperclip_sandbox_protocol::methods`]), tied to each method by its
+//! marker type ([`RpcMethod`]).
 
 use std::future::Future;
 
 use async_trait::async_trait;
 use paperclip_sandbox_protocol::jsonrpc::ErrorObject;
-use paperclip_sandbox_protocol::methods::name;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use paperclip_sandbox_protocol::methods::{self, name, RpcMethod};
+use paperclip_sandbox_protocol::methods::{
+    AcquireLeaseParams, AcquireLeaseResult, CancelInteractiveSetupParams,
+    CancelInteractiveSetupResult, CaptureTemplateParams, CaptureTemplateResult,
+    ConfigChangedParams, DeleteTemplateParams, DeleteTemplateResult, DestroyLeaseParams,
+    DestroyLeaseResult, ExecuteParams, ExecuteResult, GetInteractiveSetupParams,
+    GetInteractiveSetupResult, HealthResult, InitializeParams, ProbeParams, ProbeResult,
+    RealizeWorkspaceParams, RealizeWorkspaceResult, ReleaseLeaseParams, ReleaseLeaseResult,
+    ResumeLeaseParams, ResumeLeaseResult, RunnerIngressEndpointParams, RunnerIngressEndpointResult,
+    StartInteractiveSetupParams, StartInteractiveSetupResult, StopLeaseParams, StopLeaseResult,
+    SyncInParams, SyncOutParams, SyncResult, ValidateConfigParams, ValidateConfigResult,
+};
 use serde_json::{json, Value};
 
 use crate::context::Context;
@@ -53,11 +64,11 @@ pub const HOOKS: &[(&str, &str)] = &[
 ];
 
 macro_rules! hooks {
-    ($( $(#[$doc:meta])* $hook:ident => $wire:ident; )*) => {
+    ($( $(#[$doc:meta])* $hook:ident => $marker:ident($params:ty) -> $result:ty; )*) => {
         /// A Paperclip sandbox provider: one async method per environment hook.
         ///
         /// Write the impl under `#[paperclip_sandbox_sdk::provider]` (see the crate docs). Each
-        /// hook receives the call's params and its [`Context`]; the runtime answers
+        /// hook receives the call's typed params and its [`Context`]; the runtime answers
         /// `initialize`, `health`, `shutdown` and `configChanged` itself unless the
         /// corresponding hook is written.
         #[async_trait]
@@ -67,22 +78,26 @@ macro_rules! hooks {
 
             /// `initialize`: runs before the runtime answers `{ok:true, supportedMethods}`;
             /// an error fails the handshake (the host then kills the worker).
-            async fn initialize(&self, params: Value, cx: Context) -> HookResult<()> {
+            async fn initialize(&self, params: InitializeParams, cx: Context) -> HookResult<()> {
                 let _ = (params, cx);
                 Ok(())
             }
 
             /// `configChanged {config, companyId}`: the host replays each company's config
             /// after initialize.
-            async fn config_changed(&self, params: Value, cx: Context) -> HookResult<()> {
+            async fn config_changed(
+                &self,
+                params: ConfigChangedParams,
+                cx: Context,
+            ) -> HookResult<()> {
                 let _ = (params, cx);
                 Ok(())
             }
 
             /// `health`: `{status:"ok"|"degraded"|"error", message?, details?}`.
-            async fn health(&self, cx: Context) -> HookResult<Value> {
+            async fn health(&self, cx: Context) -> HookResult<HealthResult> {
                 let _ = cx;
-                Ok(json!({ "status": "ok" }))
+                Ok(HealthResult::default())
             }
 
             /// `shutdown`: runs before the runtime answers and exits; in-flight calls are
@@ -92,16 +107,16 @@ macro_rules! hooks {
                 Ok(())
             }
 
-            /// `onEvent` notifications, in arrival order. Ignored by default.
+            /// `onEvent` notifications (raw params), in arrival order. Ignored by default.
             async fn on_event(&self, params: Value, cx: Context) {
                 let _ = (params, cx);
             }
 
             $(
                 $(#[$doc])*
-                async fn $hook(&self, params: Value, cx: Context) -> HookResult<Value> {
+                async fn $hook(&self, params: $params, cx: Context) -> HookResult<$result> {
                     let _ = (params, cx);
-                    Err(ProviderError::not_implemented(name::$wire))
+                    Err(ProviderError::not_implemented(<methods::$marker as RpcMethod>::NAME))
                 }
             )*
         }
@@ -113,65 +128,63 @@ macro_rules! hooks {
             params: Option<Value>,
             cx: Context,
         ) -> Option<Result<Value, ErrorObject>> {
-            Some(match method {
-                $( name::$wire => typed(method, params, |p| provider.$hook(p, cx)).await, )*
-                _ => return None,
-            })
+            $(
+                if method == <methods::$marker as RpcMethod>::NAME {
+                    return Some(typed::<methods::$marker, _, _>(params, |p| provider.$hook(p, cx)).await);
+                }
+            )*
+            None
         }
     };
 }
 
 hooks! {
     /// `environmentValidateConfig`: validate and normalize a config.
-    validate_config => ENVIRONMENT_VALIDATE_CONFIG;
+    validate_config => EnvironmentValidateConfig(ValidateConfigParams) -> ValidateConfigResult;
     /// `environmentProbe`: check that the provider is reachable with this config.
-    probe => ENVIRONMENT_PROBE;
+    probe => EnvironmentProbe(ProbeParams) -> ProbeResult;
     /// `environmentAcquireLease`: create a sandbox and return its lease.
-    acquire_lease => ENVIRONMENT_ACQUIRE_LEASE;
+    acquire_lease => EnvironmentAcquireLease(AcquireLeaseParams) -> AcquireLeaseResult;
     /// `environmentResumeLease`: resume a retained lease.
-    resume_lease => ENVIRONMENT_RESUME_LEASE;
-    /// `environmentReleaseLease`: release a lease (`null`, or a termination receipt).
-    release_lease => ENVIRONMENT_RELEASE_LEASE;
+    resume_lease => EnvironmentResumeLease(ResumeLeaseParams) -> ResumeLeaseResult;
+    /// `environmentReleaseLease`: release a lease (`None` → `null`, or a termination receipt).
+    release_lease => EnvironmentReleaseLease(ReleaseLeaseParams) -> ReleaseLeaseResult;
     /// `environmentDestroyLease`: destroy a lease; idempotent.
-    destroy_lease => ENVIRONMENT_DESTROY_LEASE;
+    destroy_lease => EnvironmentDestroyLease(DestroyLeaseParams) -> DestroyLeaseResult;
     /// `environmentStopLease`: stop a lease and keep its files (paperclip-2026-11).
-    stop_lease => ENVIRONMENT_STOP_LEASE;
+    stop_lease => EnvironmentStopLease(StopLeaseParams) -> StopLeaseResult;
     /// `environmentRealizeWorkspace`: prepare the workspace inside a lease.
-    realize_workspace => ENVIRONMENT_REALIZE_WORKSPACE;
+    realize_workspace => EnvironmentRealizeWorkspace(RealizeWorkspaceParams) -> RealizeWorkspaceResult;
     /// `environmentExecute`: run a command; stream output with [`Context::execute_log`].
-    execute => ENVIRONMENT_EXECUTE;
+    execute => EnvironmentExecute(ExecuteParams) -> ExecuteResult;
     /// `environmentSyncIn`: native file transfer into the sandbox.
-    sync_in => ENVIRONMENT_SYNC_IN;
+    sync_in => EnvironmentSyncIn(SyncInParams) -> SyncResult;
     /// `environmentSyncOut`: native file transfer out of the sandbox.
-    sync_out => ENVIRONMENT_SYNC_OUT;
+    sync_out => EnvironmentSyncOut(SyncOutParams) -> SyncResult;
     /// `environmentRunnerIngressEndpoint`: the runner's WebSocket ingress.
-    runner_ingress_endpoint => ENVIRONMENT_RUNNER_INGRESS_ENDPOINT;
+    runner_ingress_endpoint => EnvironmentRunnerIngressEndpoint(RunnerIngressEndpointParams) -> RunnerIngressEndpointResult;
     /// `environmentStartInteractiveSetup`.
-    start_interactive_setup => ENVIRONMENT_START_INTERACTIVE_SETUP;
+    start_interactive_setup => EnvironmentStartInteractiveSetup(StartInteractiveSetupParams) -> StartInteractiveSetupResult;
     /// `environmentGetInteractiveSetup`.
-    get_interactive_setup => ENVIRONMENT_GET_INTERACTIVE_SETUP;
+    get_interactive_setup => EnvironmentGetInteractiveSetup(GetInteractiveSetupParams) -> GetInteractiveSetupResult;
     /// `environmentCancelInteractiveSetup`.
-    cancel_interactive_setup => ENVIRONMENT_CANCEL_INTERACTIVE_SETUP;
+    cancel_interactive_setup => EnvironmentCancelInteractiveSetup(CancelInteractiveSetupParams) -> CancelInteractiveSetupResult;
     /// `environmentCaptureTemplate`.
-    capture_template => ENVIRONMENT_CAPTURE_TEMPLATE;
+    capture_template => EnvironmentCaptureTemplate(CaptureTemplateParams) -> CaptureTemplateResult;
     /// `environmentDeleteTemplate`.
-    delete_template => ENVIRONMENT_DELETE_TEMPLATE;
+    delete_template => EnvironmentDeleteTemplate(DeleteTemplateParams) -> DeleteTemplateResult;
 }
 
-/// Deserializes the params, runs the hook, serializes its result.
-async fn typed<P, R, F, Fut>(
-    method: &str,
-    params: Option<Value>,
-    hook: F,
-) -> Result<Value, ErrorObject>
+/// Deserializes the params of method `M`, runs the hook, serializes its result.
+async fn typed<M, F, Fut>(params: Option<Value>, hook: F) -> Result<Value, ErrorObject>
 where
-    P: DeserializeOwned,
-    R: Serialize,
-    F: FnOnce(P) -> Fut,
-    Fut: Future<Output = HookResult<R>>,
+    M: RpcMethod,
+    F: FnOnce(M::Params) -> Fut,
+    Fut: Future<Output = HookResult<M::Result>>,
 {
+    let method = M::NAME;
     let params = params.unwrap_or_else(|| json!({}));
-    let params: P = serde_json::from_value(params).map_err(ErrorObject::invalid_params)?;
+    let params: M::Params = serde_json::from_value(params).map_err(ErrorObject::invalid_params)?;
     let result = hook(params).await.map_err(|e| e.to_error_object(method))?;
     serde_json::to_value(result).map_err(|e| {
         tracing::error!(method, error = %e, "hook result does not serialize");
@@ -196,15 +209,18 @@ impl<P: SandboxProvider> Handler for ProviderHandler<P> {
         cx: Context,
     ) -> Result<Value, ErrorObject> {
         let p = &self.0;
-        let void =
-            |r: HookResult<()>| r.map(|()| Value::Null).map_err(|e| e.to_error_object(method));
         match method {
-            name::INITIALIZE => void(p.initialize(params.unwrap_or_else(|| json!({})), cx).await),
-            name::CONFIG_CHANGED => {
-                void(p.config_changed(params.unwrap_or_else(|| json!({})), cx).await)
+            name::INITIALIZE => {
+                typed::<methods::Initialize, _, _>(params, |prm| async move {
+                    p.initialize(prm, cx).await.map(|()| Default::default())
+                })
+                .await
             }
-            name::HEALTH => p.health(cx).await.map_err(|e| e.to_error_object(method)),
-            name::SHUTDOWN => void(p.shutdown(cx).await),
+            name::CONFIG_CHANGED => {
+                typed::<methods::ConfigChanged, _, _>(params, |prm| p.config_changed(prm, cx)).await
+            }
+            name::HEALTH => typed::<methods::Health, _, _>(params, |_| p.health(cx)).await,
+            name::SHUTDOWN => typed::<methods::Shutdown, _, _>(params, |_| p.shutdown(cx)).await,
             _ => match call_environment_hook(p, method, params, cx).await {
                 Some(answer) => answer,
                 None => Err(ErrorObject::method_not_implemented(method)),

@@ -4,13 +4,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use paperclip_sandbox_sdk::prelude::*;
 use paperclip_sandbox_sdk::protocol::jsonrpc::{Id, Invocation, InvocationScope, Response};
-use paperclip_sandbox_sdk::protocol::methods::name;
 use paperclip_sandbox_sdk::testing::TestClient;
-use paperclip_sandbox_sdk::{
-    provider, Context, ExecuteStream, HookResult, LogLevel, SandboxProvider, ServeEnd, Worker,
-};
-use serde_json::{json, Map, Value};
+use paperclip_sandbox_sdk::{ServeEnd, Worker};
+use serde_json::{json, Map};
 use tokio::sync::Notify;
 
 #[derive(Default)]
@@ -25,33 +23,45 @@ struct Demo {
 
 #[provider]
 impl SandboxProvider for Demo {
-    async fn probe(&self, params: Value, _cx: Context) -> HookResult<Value> {
-        if params["panic"] == true {
+    async fn probe(&self, params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
+        if params.base.config.get("panic") == Some(&json!(true)) {
             panic!("probe exploded with a secret in the message");
         }
-        Ok(json!({ "ok": true }))
+        Ok(ProbeResult::new(true))
     }
 
-    async fn release_lease(&self, _params: Value, _cx: Context) -> HookResult<Value> {
-        Ok(Value::Null)
+    async fn release_lease(
+        &self,
+        _params: ReleaseLeaseParams,
+        _cx: Context,
+    ) -> HookResult<ReleaseLeaseResult> {
+        Ok(None)
     }
 
-    async fn validate_config(&self, params: Value, _cx: Context) -> HookResult<Value> {
+    async fn validate_config(
+        &self,
+        params: ValidateConfigParams,
+        _cx: Context,
+    ) -> HookResult<ValidateConfigResult> {
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        for _ in 0..(params["n"].as_u64().unwrap_or(0) % 7) {
+        for _ in 0..(params.config["n"].as_u64().unwrap_or(0) % 7) {
             tokio::task::yield_now().await;
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        Ok(json!({ "ok": true, "n": params["n"] }))
+        Ok(ValidateConfigResult::valid().with_normalized_config(params.config))
     }
 
-    async fn acquire_lease(&self, _params: Value, cx: Context) -> HookResult<Value> {
+    async fn acquire_lease(
+        &self,
+        _params: AcquireLeaseParams,
+        cx: Context,
+    ) -> HookResult<AcquireLeaseResult> {
         // Blocks until the test opens the gate, or the worker shuts down.
         self.acquiring.fetch_add(1, Ordering::SeqCst);
         tokio::select! {
-            _ = self.gate.notified() => Ok(json!({ "providerLeaseId": "sbx1" })),
+            _ = self.gate.notified() => Ok(Lease::new("sbx1")),
             _ = cx.cancellation().cancelled() => {
                 self.saw_cancel.store(true, Ordering::SeqCst);
                 Err("cancelled".into())
@@ -59,12 +69,15 @@ impl SandboxProvider for Demo {
         }
     }
 
-    async fn execute(&self, _params: Value, cx: Context) -> HookResult<Value> {
-        cx.execute_log(ExecuteStream::Stdout, "hello ");
+    async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
+        cx.execute_log(OutputStream::Stdout, "hello ");
         cx.log(LogLevel::Info, "executing");
         let config = cx.config_get().await?;
-        Ok(json!({ "exitCode": 0, "timedOut": false, "stdout": "hello ", "stderr": "",
-                    "config": config, "deadline": cx.deadline().is_some() }))
+        let mut meta = JsonObject::new();
+        meta.insert("config".into(), Value::Object(config));
+        meta.insert("deadline".into(), json!(cx.deadline().is_some()));
+        meta.insert("command".into(), json!(params.command));
+        Ok(ExecuteResult::exited(0).with_stdout("hello ").with_metadata(meta))
     }
 
     async fn on_event(&self, params: Value, _cx: Context) {
@@ -95,24 +108,51 @@ impl SandboxProvider for Shared {
     fn implemented_methods(&self) -> &'static [&'static str] {
         self.0.implemented_methods()
     }
-    async fn probe(&self, p: Value, cx: Context) -> HookResult<Value> {
+    async fn probe(&self, p: ProbeParams, cx: Context) -> HookResult<ProbeResult> {
         self.0.probe(p, cx).await
     }
-    async fn release_lease(&self, p: Value, cx: Context) -> HookResult<Value> {
+    async fn release_lease(
+        &self,
+        p: ReleaseLeaseParams,
+        cx: Context,
+    ) -> HookResult<ReleaseLeaseResult> {
         self.0.release_lease(p, cx).await
     }
-    async fn validate_config(&self, p: Value, cx: Context) -> HookResult<Value> {
+    async fn validate_config(
+        &self,
+        p: ValidateConfigParams,
+        cx: Context,
+    ) -> HookResult<ValidateConfigResult> {
         self.0.validate_config(p, cx).await
     }
-    async fn acquire_lease(&self, p: Value, cx: Context) -> HookResult<Value> {
+    async fn acquire_lease(
+        &self,
+        p: AcquireLeaseParams,
+        cx: Context,
+    ) -> HookResult<AcquireLeaseResult> {
         self.0.acquire_lease(p, cx).await
     }
-    async fn execute(&self, p: Value, cx: Context) -> HookResult<Value> {
+    async fn execute(&self, p: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
         self.0.execute(p, cx).await
     }
     async fn on_event(&self, p: Value, cx: Context) {
         self.0.on_event(p, cx).await
     }
+}
+
+/// Base params of an environment call, with `extra` merged in.
+fn base(extra: Value) -> Value {
+    let mut v = json!({"driverKey": "rust-sbx", "companyId": "company-1",
+                       "environmentId": "environment-1", "config": {}});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v
+}
+
+fn acquire_line(id: u64) -> String {
+    let params = base(json!({"runId": "run-1"}));
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"environmentAcquireLease","params":{params}}}"#)
 }
 
 fn invocation(id: &str, company: &str) -> Invocation {
@@ -191,8 +231,9 @@ async fn unknown_vs_unimplemented_and_defaults() {
 async fn ids_are_echoed_with_their_json_type_and_void_is_null() {
     let (_, client) = demo();
     for (id, echoed) in [("7", "7"), ("\"7\"", "\"7\""), ("\"host-1\"", "\"host-1\""), ("0", "0")] {
+        let params = base(json!({"providerLeaseId": "sbx1"}));
         let line = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"environmentReleaseLease","params":{{}}}}"#
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"environmentReleaseLease","params":{params}}}"#
         );
         client.send_line(&line).await.unwrap();
         assert_eq!(
@@ -205,11 +246,21 @@ async fn ids_are_echoed_with_their_json_type_and_void_is_null() {
 #[tokio::test]
 async fn a_panicking_hook_is_answered_and_the_worker_keeps_serving() {
     let (_, client) = demo();
-    let e = client.call(name::ENVIRONMENT_PROBE, json!({"panic": true})).await.unwrap_err();
+    let e = client
+        .call(name::ENVIRONMENT_PROBE, base(json!({"config": {"panic": true}})))
+        .await
+        .unwrap_err();
     assert_eq!(e.code, -32603);
     assert_eq!(e.message, "Internal error: the environmentProbe handler panicked");
     assert!(!e.message.contains("secret"));
-    assert_eq!(client.call(name::ENVIRONMENT_PROBE, json!({})).await, Ok(json!({"ok": true})));
+    assert_eq!(
+        client.call(name::ENVIRONMENT_PROBE, base(json!({}))).await,
+        Ok(json!({"ok": true}))
+    );
+    // Params that do not fit the method's type: -32602, hook not called.
+    let e = client.call(name::ENVIRONMENT_PROBE, json!({"config": 3})).await.unwrap_err();
+    assert_eq!(e.code, -32602);
+    assert!(e.message.starts_with("Invalid params: "), "{}", e.message);
 }
 
 #[tokio::test]
@@ -220,14 +271,15 @@ async fn hundred_concurrent_requests_respect_the_bound() {
         .map(|n| {
             let client = client.clone();
             tokio::spawn(async move {
-                client.call(name::ENVIRONMENT_VALIDATE_CONFIG, json!({ "n": n })).await
+                let params = json!({"driverKey": "rust-sbx", "config": {"n": n}, "unknownKey": 1});
+                client.call(name::ENVIRONMENT_VALIDATE_CONFIG, params).await
             })
         })
         .collect();
     let mut answered = Vec::new();
     for (n, call) in calls.into_iter().enumerate() {
         let result = call.await.unwrap().unwrap();
-        assert_eq!(result["n"], json!(n));
+        assert_eq!(result["normalizedConfig"]["n"], json!(n));
         answered.push(n);
     }
     assert_eq!(answered.len(), 100);
@@ -241,12 +293,14 @@ async fn the_reader_never_waits_for_hook_capacity() {
     let demo = Arc::new(Demo::default());
     let client = Arc::new(TestClient::start(Worker::new(Shared(demo.clone())).max_concurrency(1)));
     let c = client.clone();
-    let blocked =
-        tokio::spawn(async move { c.call(name::ENVIRONMENT_ACQUIRE_LEASE, json!({})).await });
+    let blocked = tokio::spawn(async move {
+        c.call(name::ENVIRONMENT_ACQUIRE_LEASE, base(json!({"runId": "r"}))).await
+    });
     wait_until(|| demo.acquiring.load(Ordering::SeqCst) == 1).await;
     // A second hook waits for the only permit, in its own task.
     let c = client.clone();
-    let queued = tokio::spawn(async move { c.call(name::ENVIRONMENT_PROBE, json!({})).await });
+    let queued =
+        tokio::spawn(async move { c.call(name::ENVIRONMENT_PROBE, base(json!({}))).await });
     // The reader still reads: health is answered and notifications handled meanwhile.
     assert_eq!(client.call(name::HEALTH, json!({})).await, Ok(json!({"status": "ok"})));
     client.notify(name::ON_EVENT, json!({"n": 49})).await.unwrap();
@@ -276,7 +330,8 @@ async fn worker_to_host_calls_carry_the_invocation_id() {
     let client = Arc::new(client);
     let c = client.clone();
     let exec = tokio::spawn(async move {
-        let params = json!({"command": "echo", "timeoutMs": 60000});
+        let params = base(json!({"command": "echo", "timeoutMs": 60000,
+            "lease": {"providerLeaseId": "sbx1", "metadata": {}, "expiresAt": null}}));
         c.call_in(name::ENVIRONMENT_EXECUTE, params, Some(invocation("inv-1", "company-1"))).await
     });
     let log = client.next_notification().await.unwrap();
@@ -296,8 +351,10 @@ async fn worker_to_host_calls_carry_the_invocation_id() {
     client.respond(Response::success(call.id, json!({"region": "eu"}))).await.unwrap();
 
     let result = exec.await.unwrap().unwrap();
-    assert_eq!(result["config"], json!({"region": "eu"}));
-    assert_eq!(result["deadline"], json!(true));
+    assert_eq!(result["metadata"]["config"], json!({"region": "eu"}));
+    assert_eq!(result["metadata"]["deadline"], json!(true));
+    assert_eq!(result["exitCode"], json!(0));
+    assert_eq!(result["stdout"], json!("hello "));
 }
 
 #[tokio::test]
@@ -305,14 +362,14 @@ async fn execute_log_outside_execute_is_dropped() {
     struct Chatty;
     #[provider]
     impl SandboxProvider for Chatty {
-        async fn probe(&self, _p: Value, cx: Context) -> HookResult<Value> {
-            cx.execute_log(ExecuteStream::Stderr, "nope");
+        async fn probe(&self, _p: ProbeParams, cx: Context) -> HookResult<ProbeResult> {
+            cx.execute_log(OutputStream::Stderr, "nope");
             cx.log(LogLevel::Warn, "probe");
-            Ok(json!({}))
+            Ok(ProbeResult::new(false))
         }
     }
     let client = TestClient::new(Chatty);
-    client.call(name::ENVIRONMENT_PROBE, json!({})).await.unwrap();
+    client.call(name::ENVIRONMENT_PROBE, base(json!({}))).await.unwrap();
     let note = client.next_notification().await.unwrap();
     assert_eq!(note.method, name::LOG, "the execute.log chunk was not sent");
     assert_eq!(note.invocation_id, None);
@@ -322,10 +379,7 @@ async fn execute_log_outside_execute_is_dropped() {
 async fn shutdown_answers_null_then_cancels_in_flight_calls() {
     let (demo, client) = demo();
     let client = Arc::new(client);
-    client
-        .send_line(r#"{"jsonrpc":"2.0","id":9,"method":"environmentAcquireLease","params":{}}"#)
-        .await
-        .unwrap();
+    client.send_line(&acquire_line(9)).await.unwrap();
     wait_until(|| demo.acquiring.load(Ordering::SeqCst) == 1).await;
     client
         .send_line(r#"{"jsonrpc":"2.0","id":"bye","method":"shutdown","params":{}}"#)
@@ -357,10 +411,7 @@ async fn wait_until(cond: impl Fn() -> bool) {
 async fn eof_drains_in_flight_requests() {
     let (demo, client) = demo();
     let client = Arc::new(client);
-    client
-        .send_line(r#"{"jsonrpc":"2.0","id":42,"method":"environmentAcquireLease","params":{}}"#)
-        .await
-        .unwrap();
+    client.send_line(&acquire_line(42)).await.unwrap();
     client.call(name::HEALTH, json!({})).await.unwrap();
     client.close_stdin().await;
     demo.gate.notify_one();
