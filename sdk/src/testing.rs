@@ -212,8 +212,15 @@ impl WorkerProcess {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut child = Command::new(program)
-            .args(args)
+        let mut command = Command::new(program);
+        command.args(args);
+        Self::from_command(command)
+    }
+
+    /// Spawns a prepared command (environment, working directory…); its three pipes are
+    /// captured and it is killed on drop.
+    pub fn from_command(mut command: Command) -> io::Result<Self> {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
