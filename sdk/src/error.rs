@@ -4,10 +4,17 @@
 //! forwarded** (protocol.md B): there is no way to attach a free-form [`Value`] to a provider
 //! error, and converting a received [`ErrorObject`] keeps its code and message but drops its
 //! data. The only data that may ever reach the wire are the typed envelopes of the contract
-//! (creation cleanup and acquisition diagnostic on acquire/destroy, sync error on sync, stop
-//! error on stop), held in a private [`EnvelopeData`] slot that the runtime gates by method
-//! when it answers. Those envelopes are produced by the protocol crate's `envelope` module;
-//! until it provides them the slot has no variant, so no data is ever sent.
+//! (creation cleanup with its acquisition diagnostic, sync error, stop error), held in a
+//! private slot and built only by the typed constructors [`ProviderError::creation_cleanup`],
+//! [`ProviderError::sync`] and [`ProviderError::stop`]. When the runtime answers, it gates
+//! them by method through the protocol crate's
+//! [`envelope`](paperclip_sandbox_protocol::envelope) builders: cleanup on
+//! `environmentAcquireLease` and `environmentDestroyLease` only, the acquisition diagnostic on
+//! acquire only, the sync error on `environmentSyncIn`/`environmentSyncOut` only, the stop
+//! error on `environmentStopLease` only, and nothing on any other method (`environmentProbe`…).
+//! The code stays `-32002` and the message is the provider's; the wrapped cause is never
+//! serialized. The envelopes belong to the November contract (paperclip-2026-11); a September
+//! host ignores `error.data`.
 //!
 //! [`Value`]: serde_json::Value
 

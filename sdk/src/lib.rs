@@ -30,7 +30,7 @@
 //!
 //! # Design
 //!
-//! * **`supportedMethods` cannot drift.** [`#[provider]`](provider) reads the hooks written in
+//! * **`supportedMethods` cannot drift.** [`#[provider]`](macro@provider) reads the hooks written in
 //!   the impl block, maps each to its wire name through the protocol crate's constants, and
 //!   generates [`SandboxProvider::implemented_methods`] from them; a method that is not a hook
 //!   is a compile error at its name. The runtime serves exactly the listed hooks (`-32004`
@@ -40,7 +40,7 @@
 //!   one writer task that batches frames and flushes once per batch, a dispatcher that runs
 //!   requests concurrently (bounded; the reader never waits for capacity) and notifications in
 //!   order, and a peer for worker→host calls with its own ids. The low-level
-//!   [`Handler`](runtime::dispatch::Handler) trait is what the runtime drives;
+//!   [`runtime::dispatch::Handler`] trait is what the runtime drives;
 //!   [`SandboxProvider`] is a typed adapter on top.
 //! * **stdout is the protocol.** [`Worker::serve_stdio`] moves frames to a private duplicate
 //!   of fd 1 and points fd 1 at stderr, so a stray `println!` cannot corrupt the stream. The

@@ -3,7 +3,7 @@
 //!
 //! Every hook has a default that answers `-32004 <method> is not implemented by this plugin`.
 //! [`SandboxProvider::implemented_methods`] has no default: write the impl block under
-//! [`#[provider]`](crate::provider), which generates it from the hooks the block defines, so
+//! [`#[provider]`](macro@crate::provider), which generates it from the hooks the block defines, so
 //! `supportedMethods` is always exactly the set of hooks written.
 //!
 //! Params arrive as JSON and are deserialized into the hook's params type; a value that does
@@ -232,5 +232,152 @@ impl<P: SandboxProvider> Handler for ProviderHandler<P> {
         if method == name::ON_EVENT {
             self.0.on_event(params.unwrap_or(Value::Null), cx).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use paperclip_sandbox_protocol::methods::{MethodFamily, METHODS};
+
+    /// A provider writing every hook: what `#[provider]` generates for it must be the SDK's
+    /// hook table, which must cover every environment method of the registry whose schema is
+    /// published, plus the handshake methods.
+    struct All;
+
+    #[crate::provider(crate = crate)]
+    impl SandboxProvider for All {
+        async fn initialize(&self, _: InitializeParams, _: Context) -> HookResult<()> {
+            Ok(())
+        }
+        async fn config_changed(&self, _: ConfigChangedParams, _: Context) -> HookResult<()> {
+            Ok(())
+        }
+        async fn health(&self, _: Context) -> HookResult<HealthResult> {
+            Ok(HealthResult::default())
+        }
+        async fn shutdown(&self, _: Context) -> HookResult<()> {
+            Ok(())
+        }
+        async fn on_event(&self, _: Value, _: Context) {}
+        async fn validate_config(
+            &self,
+            _: ValidateConfigParams,
+            _: Context,
+        ) -> HookResult<ValidateConfigResult> {
+            Ok(ValidateConfigResult::valid())
+        }
+        async fn probe(&self, _: ProbeParams, _: Context) -> HookResult<ProbeResult> {
+            Ok(ProbeResult::new(true))
+        }
+        async fn acquire_lease(
+            &self,
+            _: AcquireLeaseParams,
+            _: Context,
+        ) -> HookResult<AcquireLeaseResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn resume_lease(
+            &self,
+            _: ResumeLeaseParams,
+            _: Context,
+        ) -> HookResult<ResumeLeaseResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn release_lease(
+            &self,
+            _: ReleaseLeaseParams,
+            _: Context,
+        ) -> HookResult<ReleaseLeaseResult> {
+            Ok(None)
+        }
+        async fn destroy_lease(
+            &self,
+            _: DestroyLeaseParams,
+            _: Context,
+        ) -> HookResult<DestroyLeaseResult> {
+            Ok(None)
+        }
+        async fn stop_lease(&self, _: StopLeaseParams, _: Context) -> HookResult<StopLeaseResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn realize_workspace(
+            &self,
+            _: RealizeWorkspaceParams,
+            _: Context,
+        ) -> HookResult<RealizeWorkspaceResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn execute(&self, _: ExecuteParams, _: Context) -> HookResult<ExecuteResult> {
+            Ok(ExecuteResult::exited(0))
+        }
+        async fn sync_in(&self, _: SyncInParams, _: Context) -> HookResult<SyncResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn sync_out(&self, _: SyncOutParams, _: Context) -> HookResult<SyncResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn runner_ingress_endpoint(
+            &self,
+            _: RunnerIngressEndpointParams,
+            _: Context,
+        ) -> HookResult<RunnerIngressEndpointResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn start_interactive_setup(
+            &self,
+            _: StartInteractiveSetupParams,
+            _: Context,
+        ) -> HookResult<StartInteractiveSetupResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn get_interactive_setup(
+            &self,
+            _: GetInteractiveSetupParams,
+            _: Context,
+        ) -> HookResult<GetInteractiveSetupResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn cancel_interactive_setup(
+            &self,
+            _: CancelInteractiveSetupParams,
+            _: Context,
+        ) -> HookResult<CancelInteractiveSetupResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn capture_template(
+            &self,
+            _: CaptureTemplateParams,
+            _: Context,
+        ) -> HookResult<CaptureTemplateResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn delete_template(
+            &self,
+            _: DeleteTemplateParams,
+            _: Context,
+        ) -> HookResult<DeleteTemplateResult> {
+            Err(ProviderError::worker("x"))
+        }
+    }
+
+    #[test]
+    fn macro_table_matches_hook_table_and_registry() {
+        let mut generated: Vec<&str> = All.implemented_methods().to_vec();
+        let mut table: Vec<&str> = HOOKS.iter().map(|(_, wire)| *wire).collect();
+        generated.sort_unstable();
+        table.sort_unstable();
+        assert_eq!(generated, table);
+
+        let mut registry: Vec<&str> = METHODS
+            .iter()
+            .filter(|m| {
+                (m.family == MethodFamily::Environment && !m.schema_unknown)
+                    || (m.family == MethodFamily::Handshake)
+            })
+            .map(|m| m.name)
+            .collect();
+        registry.sort_unstable();
+        assert_eq!(table, registry);
     }
 }

@@ -5,7 +5,7 @@
 //!   its own task, never in the reader. The runtime's own methods (`initialize`, `health`,
 //!   `shutdown`) take no permit, so a saturated worker still answers them.
 //! * Notifications go, in arrival order, to one task that handles them one at a time.
-//! * Responses from the host go to the [`Peer`](super::peer::Peer) (worker→host calls).
+//! * Responses from the host go to the [`super::peer::Peer`] (worker→host calls).
 //! * Routing follows the published SDK: a name outside [`methods::METHODS`] is `-32601`; a
 //!   known method the handler does not list in [`Handler::implemented_methods`] is `-32004`,
 //!   without calling the handler. A listed method is exactly an advertised one, so what the
