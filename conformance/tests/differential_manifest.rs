@@ -515,7 +515,7 @@ fn our_validator_agrees_with_the_published_host_validator() {
     }
     // Written to the real stderr (not the test harness's captured output), so that the count
     // shows in every `cargo test` and CI log.
-    use std::io::Write as _;
+
     let _ = writeln!(
         std::io::stderr(),
         "differential: {} manifests ({invalid} invalid), {verdict_disagreements} disagreements ({detail_disagreements} in issue paths/codes/messages)",
