@@ -139,6 +139,31 @@ pub enum TerminationState {
     Destroyed,
 }
 
+impl TerminationState {
+    /// The wire value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TerminationState::Stopped => "stopped",
+            TerminationState::Destroyed => "destroyed",
+        }
+    }
+
+    /// The state of a wire value.
+    pub fn from_wire(s: &str) -> Option<Self> {
+        match s {
+            "stopped" => Some(TerminationState::Stopped),
+            "destroyed" => Some(TerminationState::Destroyed),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for TerminationState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Proof that execution on a lease has ended (`PluginEnvironmentTerminationReceipt`, D.1).
 /// Return it only after the provider confirmed the end; a queued stop is not a receipt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -165,6 +190,17 @@ impl TerminationReceipt {
     /// `{providerLeaseId, state: "destroyed"}`.
     pub fn destroyed(provider_lease_id: impl Into<String>) -> Self {
         Self::new(provider_lease_id, TerminationState::Destroyed)
+    }
+
+    /// The wire result `{providerLeaseId, state}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"providerLeaseId": self.provider_lease_id, "state": self.state.as_str()})
+    }
+
+    /// True when the receipt settles a stop-and-retain intent: only `stopped` does; a
+    /// `destroyed` receipt leaves that cleanup pending (protocol.md D.7).
+    pub fn settles_stop_and_retain(&self) -> bool {
+        self.state == TerminationState::Stopped
     }
 }
 
@@ -577,59 +613,9 @@ impl StopLeaseParams {
     }
 }
 
-/// The `schema` of the typed stop-error envelope in `error.data` (decisions.md D6).
-pub const STOP_ERROR_SCHEMA: &str = "paperclip/environment-stop-error/v1";
-
-/// Why a stop failed (decisions.md D6, provisional). The envelope itself is built and read by
-/// [`crate::envelope`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum StopErrorReason {
-    /// An unrecoverable provider error.
-    Unrecoverable,
-    /// The sandbox is back in error after a recovery.
-    RecoveryFailed,
-    /// A recovery has not finished.
-    RecoveryIncomplete,
-    /// The retention policy is unavailable or unconfirmed.
-    PolicyUnconfirmed,
-    /// The provider asks for a retry (for example while the sandbox is being deleted).
-    Busy,
-}
-
-impl StopErrorReason {
-    /// Every reason, in decisions.md order.
-    pub const ALL: [StopErrorReason; 5] = [
-        StopErrorReason::Unrecoverable,
-        StopErrorReason::RecoveryFailed,
-        StopErrorReason::RecoveryIncomplete,
-        StopErrorReason::PolicyUnconfirmed,
-        StopErrorReason::Busy,
-    ];
-
-    /// The wire string.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            StopErrorReason::Unrecoverable => "unrecoverable",
-            StopErrorReason::RecoveryFailed => "recovery_failed",
-            StopErrorReason::RecoveryIncomplete => "recovery_incomplete",
-            StopErrorReason::PolicyUnconfirmed => "policy_unconfirmed",
-            StopErrorReason::Busy => "busy",
-        }
-    }
-
-    /// The reason of a wire string, if known.
-    pub fn from_wire(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|r| r.as_str() == s)
-    }
-}
-
-impl fmt::Display for StopErrorReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The typed stop error of decisions.md D6 is owned by [`crate::envelope::stop_error`];
+/// re-exported here beside the stop params it answers.
+pub use crate::envelope::stop_error::{StopErrorReason, STOP_ERROR_SCHEMA};
 
 /// Deserializes `T` from a JSON value (test helper shared by the method modules).
 #[cfg(test)]
