@@ -23,11 +23,15 @@ enum Command {
     /// Plugin manifest tools.
     #[command(subcommand)]
     Manifest(cli::manifest::ManifestCommand),
+    /// Sandbox capability tools.
+    #[command(subcommand)]
+    Capabilities(cli::capabilities::CapabilitiesCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Manifest(cmd) => cmd.run(),
+        Command::Capabilities(cmd) => cmd.run(),
     }
 }

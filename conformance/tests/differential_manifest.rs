@@ -513,7 +513,11 @@ fn our_validator_agrees_with_the_published_host_validator() {
             eprintln!("ISSUE DISAGREEMENT\n  manifest: {m}\n  ours:   {ours}\n  theirs: {theirs}");
         }
     }
-    eprintln!(
+    // Written to the real stderr (not the test harness's captured output), so that the count
+    // shows in every `cargo test` and CI log.
+
+    let _ = writeln!(
+        std::io::stderr(),
         "differential: {} manifests ({invalid} invalid), {verdict_disagreements} disagreements ({detail_disagreements} in issue paths/codes/messages)",
         manifests.len()
     );

@@ -1,8 +1,9 @@
-//! JSON Schemas of every message type.
+//! JSON Schemas of every message type and of the manifest.
 //!
 //! [`message_schemas`] exports one JSON Schema (draft 2020-12, every subschema inlined, no
 //! `$ref`) per params and result type, keyed by wire method name plus `Params` or `Result`
-//! (`environmentExecuteParams`, `execute.logParams`, …), plus `ErrorObject` and `Invocation`.
+//! (`environmentExecuteParams`, `execute.logParams`, …), plus `ErrorObject`, `Invocation` and
+//! `Manifest` (the plugin manifest as a provider emits it).
 //!
 //! Each schema describes the worker's side of the wire: what a worker accepts for what it
 //! receives (params of host→worker methods, results of worker→host calls, the invocation) and
@@ -64,13 +65,15 @@ impl MethodVisitor for Collect {
     }
 }
 
-/// The JSON Schema of every params and result type, the error object and the invocation.
+/// The JSON Schema of every params and result type, the error object, the invocation and the
+/// manifest.
 pub fn message_schemas() -> BTreeMap<String, Value> {
     let mut collect = Collect(BTreeMap::new());
     visit_methods(&mut collect);
     let mut out = collect.0;
     out.insert("ErrorObject".to_owned(), schema_of::<ErrorObject>(Side::Emits));
     out.insert("Invocation".to_owned(), schema_of::<Invocation>(Side::Accepts));
+    out.insert("Manifest".to_owned(), schema_of::<crate::manifest::Manifest>(Side::Emits));
     out
 }
 
@@ -93,7 +96,8 @@ mod tests {
         assert!(s.contains_key("environmentStopLeaseResult"));
         assert!(s.contains_key("execute.logParams"));
         assert!(s.contains_key("ErrorObject"));
-        assert_eq!(s.len(), 23 * 2 + 1 + 2);
+        assert!(s.contains_key("Manifest"));
+        assert_eq!(s.len(), 23 * 2 + 1 + 3);
         for (k, v) in &s {
             assert!(!has_ref(v), "{k} has a $ref");
         }

@@ -1,6 +1,5 @@
 //! `sandbox-conformance manifest check`: validates a plugin manifest for a host profile.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -9,7 +8,7 @@ use paperclip_sandbox_protocol::manifest::{validate, Issue, ValidationReport};
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Value};
 
-use super::{fail_usage, EXIT_FAILED, EXIT_OK};
+use super::{read_json_input, ProfileArg, EXIT_FAILED, EXIT_OK};
 
 /// `manifest` subcommands.
 #[derive(Debug, Subcommand)]
@@ -31,26 +30,6 @@ pub struct CheckArgs {
     file: PathBuf,
 }
 
-/// A host profile on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ProfileArg {
-    /// The November 2026 contract (default).
-    #[value(name = "paperclip-2026-11")]
-    Paperclip2026_11,
-    /// The published host 2026.916.1.
-    #[value(name = "paperclip-2026-09")]
-    Paperclip2026_09,
-}
-
-impl From<ProfileArg> for HostProfile {
-    fn from(p: ProfileArg) -> Self {
-        match p {
-            ProfileArg::Paperclip2026_11 => HostProfile::Paperclip2026_11,
-            ProfileArg::Paperclip2026_09 => HostProfile::Paperclip2026_09,
-        }
-    }
-}
-
 /// Output format.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Format {
@@ -70,20 +49,9 @@ impl ManifestCommand {
 }
 
 fn check(args: CheckArgs) -> ExitCode {
-    let is_stdin = args.file.as_os_str() == "-";
-    let name = if is_stdin { "<stdin>".to_owned() } else { args.file.display().to_string() };
-    let mut text = String::new();
-    let read = if is_stdin {
-        std::io::stdin().read_to_string(&mut text).map(drop)
-    } else {
-        std::fs::read_to_string(&args.file).map(|t| text = t)
-    };
-    if let Err(e) = read {
-        return fail_usage(format!("{name}: cannot read: {e}"));
-    }
-    let value: Value = match serde_json::from_str(&text) {
+    let value = match read_json_input(&args.file) {
         Ok(v) => v,
-        Err(e) => return fail_usage(format!("{name}: not valid JSON: {e}")),
+        Err(code) => return code,
     };
     let profile = HostProfile::from(args.profile);
     let report = validate(&value, profile);
