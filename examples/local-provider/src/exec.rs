@@ -121,6 +121,13 @@ impl ProcessGroups {
         groups.into_iter().filter(|&g| kill_group(g)).count()
     }
 
+    /// Kill (`SIGKILL`) every process group of every lease; returns how many were signalled.
+    /// For worker shutdown: nothing the worker started outlives it.
+    pub fn kill_everything(&self) -> usize {
+        let all = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        all.into_values().flatten().filter(|&g| kill_group(g)).count()
+    }
+
     /// The number of process groups of `lease` that still exist.
     pub fn live_count(&self, lease: &Path) -> usize {
         let map = self.0.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,7 +1,7 @@
 //! The local provider: each lease is a private directory on this machine.
 //!
-//! This crate is the core of the `local-provider` example worker, kept as plain async Rust so
-//! that every piece is testable without the JSON-RPC runtime:
+//! This crate is the `local-provider` example worker. Its core is plain async Rust, so
+//! every piece is testable without the JSON-RPC runtime; [`worker`] puts it on the wire:
 //!
 //! | Module | Role |
 //! |---|---|
@@ -16,6 +16,7 @@
 //! | [`glob`] | the small glob matcher behind sync `exclude` patterns |
 //! | [`timeutil`] | RFC 3339 timestamps (lease expiry) without a date-time dependency |
 //! | [`error`] | the error type shared by the modules |
+//! | [`worker`] | the SDK `SandboxProvider` impl: wire errors, streaming, shutdown |
 //!
 //! # Security model
 //!
@@ -35,6 +36,7 @@ pub mod manifest;
 pub mod provider;
 pub mod sync;
 pub mod timeutil;
+pub mod worker;
 
 pub use error::{ErrorKind, LocalError};
 

@@ -114,6 +114,11 @@ impl LocalProvider {
         self.profile
     }
 
+    /// Worker shutdown: kill every command still running in any lease (their files stay).
+    pub fn shutdown(&self) -> usize {
+        self.groups.kill_everything()
+    }
+
     /// `environmentValidateConfig`: `root` absolute if given, `syncTimeoutMs` a positive whole
     /// number; the normalized config makes `syncTimeoutMs` explicit.
     pub fn validate_config(&self, params: &ValidateConfigParams) -> ValidateConfigResult {
