@@ -223,11 +223,17 @@ async fn missing_command_answers_127() {
 #[tokio::test]
 async fn background_process_holding_the_pipe_does_not_hang_the_call() {
     let (_t, dir) = lease();
+    let groups = ProcessGroups::default();
     let started = StdInstant::now();
-    let out = run_simple(&dir, sh("sleep 5 & echo started")).await;
-    assert!(started.elapsed() < Duration::from_secs(4), "drained for {:?}", started.elapsed());
+    let req = sh("sleep 60 & echo started");
+    let out = run(&dir, req, Some(&groups), |_, _| {}, std::future::pending()).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(30), "liveness bound: {:?}", started.elapsed());
     assert_eq!(out.exit_code, Some(0));
     assert_eq!(out.stdout, "started\n");
+    // The background process goes on until the lease ends it.
+    let canon = dir.canonicalize().unwrap();
+    assert_eq!(groups.live_count(&canon), 1);
+    assert_eq!(groups.kill_all(&canon), 1);
 }
 
 #[test]
