@@ -1,0 +1,4 @@
+//! Subcommands of `sandbox-conformance`.
+
+pub mod replay;
+pub mod run;
