@@ -5,7 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use paperclip_sandbox_protocol::capabilities::{Capability, CAPABILITIES};
+use paperclip_sandbox_protocol::capabilities::resolve::{
+    resolve, DeclaredCapabilities, Narrowing, REUSE_BY_ENVIRONMENT,
+};
+use paperclip_sandbox_protocol::capabilities::Capability;
 use paperclip_sandbox_protocol::methods::name;
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Map, Value};
@@ -117,7 +120,12 @@ pub struct WorkerFacts {
 
 impl WorkerFacts {
     /// Learns the facts from an initialize answer and the driver declaration.
-    pub fn learn(init: Reply, init_elapsed: Duration, driver: Option<&Value>) -> Self {
+    pub fn learn(
+        init: Reply,
+        init_elapsed: Duration,
+        driver: Option<&Value>,
+        profile: HostProfile,
+    ) -> Self {
         let supported: Vec<String> = match &init {
             Reply::Result(v) => v
                 .get("supportedMethods")
@@ -127,7 +135,7 @@ impl WorkerFacts {
             _ => vec![],
         };
         let declared = declared_capabilities(driver);
-        let effective = effective_capabilities(&declared, &supported);
+        let effective = effective_capabilities(driver, &supported, profile);
         WorkerFacts { init, init_elapsed, supported, declared, effective }
     }
 
@@ -161,20 +169,23 @@ pub fn declared_capabilities(driver: Option<&Value>) -> Map<String, Value> {
     declared
 }
 
-/// `verified ∩ declared` per key (protocol.md E.1), with opt-in keys false unless declared.
-/// `reusableLeases` needs an explicit `true`: the lease-policy narrowing makes it opt-in.
+/// The effective capabilities of a fresh lease, resolved by the protocol crate as the host
+/// resolves them (protocol.md E.1): the lease policy is `reuse_by_environment` exactly when the
+/// driver declares `reusableLeases: true` (the host's acquire path), with no metadata narrowing.
+/// Without a driver declaration nothing is effective (an identity failure, V20).
 pub fn effective_capabilities(
-    declared: &Map<String, Value>,
+    driver: Option<&Value>,
     supported: &[String],
+    profile: HostProfile,
 ) -> Vec<Capability> {
-    CAPABILITIES
+    let declared = driver.map(DeclaredCapabilities::from_declaration);
+    let reuse = declared.as_ref().and_then(|d| d.get(Capability::ReusableLeases)) == Some(true);
+    let policy = if reuse { REUSE_BY_ENVIRONMENT } else { "ephemeral" };
+    let narrowing = Narrowing::for_lease(policy, &json!({}), false);
+    resolve(profile, declared.as_ref(), Some(supported), &narrowing)
         .iter()
-        .filter(|spec| {
-            let default = !spec.opt_in && spec.capability != Capability::ReusableLeases;
-            let on = declared.get(spec.key).and_then(Value::as_bool).unwrap_or(default);
-            on && spec.capability.verified_by(supported)
-        })
-        .map(|spec| spec.capability)
+        .filter(|(_, on)| *on)
+        .map(|(c, _)| c)
         .collect()
 }
 
@@ -374,12 +385,16 @@ mod tests {
                 .map(String::from)
                 .to_vec();
         let driver = json!({"supportsReusableLeases": true, "sandboxCapabilities": {"incrementalSessionOutput": true}});
-        let declared = declared_capabilities(Some(&driver));
-        let effective = effective_capabilities(&declared, &supported);
+        let effective = effective_capabilities(Some(&driver), &supported, HostProfile::default());
         assert!(effective.contains(&Capability::IncrementalSessionOutput));
         assert!(effective.contains(&Capability::PersistentProcessSessions));
         // reusableLeases needs environmentDestroyLease too.
         assert!(!effective.contains(&Capability::ReusableLeases));
         assert!(!effective.contains(&Capability::NativeSyncIn));
+        let mut all = supported.clone();
+        all.push("environmentDestroyLease".into());
+        let effective = effective_capabilities(Some(&driver), &all, HostProfile::default());
+        assert!(effective.contains(&Capability::ReusableLeases));
+        assert!(effective_capabilities(None, &all, HostProfile::default()).is_empty());
     }
 }

@@ -157,7 +157,7 @@ fn start_main(
         Session::spawn(&env.options.command, label, env.session.clone(), observations.clone())?;
     let manifest = env.manifest.clone().unwrap_or_else(|| json!({}));
     let (reply, elapsed) = session.initialize(&manifest);
-    let facts = WorkerFacts::learn(reply, elapsed, env.driver.as_ref());
+    let facts = WorkerFacts::learn(reply, elapsed, env.driver.as_ref(), env.options.profile);
     let handshake_end = session.transcript().len();
     Ok((Main { session, handshake_end }, facts))
 }

@@ -1,9 +1,17 @@
 //! Run-wide checks on what the worker sent: only allowlisted `error.data` envelopes
 //! (protocol.md B, F.2; decisions.md D6) and no planted secret anywhere (protocol.md A.7, H.4).
 //!
-//! The envelope check reads the schema key and the allowed top-level keys of each envelope, and
-//! the methods each envelope belongs to.
+//! Envelopes are judged with the protocol crate's readers: an envelope is allowlisted when the
+//! host's reader accepts it and rebuilding it from what the reader kept gives back exactly the
+//! data sent (so no extra key, at any depth, and the per-method gating of F.2 and C3/C4).
 
+use paperclip_sandbox_protocol::envelope::creation_cleanup::{
+    creation_cleanup_data, read_creation_cleanup_envelope,
+};
+use paperclip_sandbox_protocol::envelope::{
+    read_stop_error, read_sync_error, stop_error_data, CREATION_CLEANUP_SCHEMA, STOP_ERROR_SCHEMA,
+    SYNC_ERROR_SCHEMA,
+};
 use paperclip_sandbox_protocol::methods::name;
 use serde_json::Value;
 
@@ -11,57 +19,46 @@ use crate::context::{fail, CheckResult, Ctx};
 use crate::host::clip;
 use crate::transcript::Direction;
 
-/// The creation-cleanup envelope schema (protocol.md F.1).
-pub const CREATION_CLEANUP_SCHEMA: &str = "paperclip/environment-creation-cleanup/v1";
-/// The sync diagnostic schema (protocol.md B).
-pub const SYNC_ERROR_SCHEMA: &str = "paperclip/environment-sync-error/v1";
-/// The stop error schema (decisions.md D6).
-pub const STOP_ERROR_SCHEMA: &str = "paperclip/environment-stop-error/v1";
-
-/// An allowlisted envelope: its schema, its allowed keys and the methods it may answer
-/// (`None`: any method, where the contract does not say).
-struct Allowed {
-    schema: &'static str,
-    keys: &'static [&'static str],
-    methods: Option<&'static [&'static str]>,
-}
-
-const ALLOWED: &[Allowed] = &[
-    Allowed {
-        schema: CREATION_CLEANUP_SCHEMA,
-        keys: &["schema", "cleanup", "acquisitionDiagnostic"],
-        methods: Some(&[name::ENVIRONMENT_ACQUIRE_LEASE, name::ENVIRONMENT_DESTROY_LEASE]),
-    },
-    Allowed { schema: SYNC_ERROR_SCHEMA, keys: &["schema", "diagnostic"], methods: None },
-    Allowed {
-        schema: STOP_ERROR_SCHEMA,
-        keys: &["schema", "reason"],
-        methods: Some(&[name::ENVIRONMENT_STOP_LEASE]),
-    },
-];
-
 /// Why `data` (answering `method`) is not an allowlisted envelope, or `None` when it is.
 pub fn envelope_problem(data: &Value, method: Option<&str>) -> Option<String> {
-    let Some(obj) = data.as_object() else { return Some("error.data is not an object".into()) };
-    let schema = obj.get("schema").and_then(Value::as_str).unwrap_or_default();
-    let Some(allowed) = ALLOWED.iter().find(|a| a.schema == schema) else {
-        return Some(format!("unknown schema {schema:?}"));
-    };
-    if let Some(extra) = obj.keys().find(|k| !allowed.keys.contains(&k.as_str())) {
-        return Some(format!("key {extra:?} is not allowed in {schema}"));
-    }
-    if let (Some(methods), Some(method)) = (allowed.methods, method) {
-        if !methods.contains(&method) {
-            return Some(format!("{schema} is not sent on {method}"));
+    let schema = data.get("schema").and_then(Value::as_str).unwrap_or_default();
+    let rebuilt = match schema {
+        CREATION_CLEANUP_SCHEMA => {
+            let Some(envelope) = read_creation_cleanup_envelope(data) else {
+                return Some("the creation-cleanup reader rejects it (F.2)".into());
+            };
+            let method = method.unwrap_or(name::ENVIRONMENT_ACQUIRE_LEASE);
+            let Some(rebuilt) =
+                creation_cleanup_data(method, &envelope.ownership, envelope.diagnostic.as_ref())
+            else {
+                return Some(format!("a creation-cleanup envelope is never sent on {method}"));
+            };
+            rebuilt
         }
-    }
-    if schema == CREATION_CLEANUP_SCHEMA
-        && method != Some(name::ENVIRONMENT_ACQUIRE_LEASE)
-        && obj.contains_key("acquisitionDiagnostic")
-    {
-        return Some("acquisitionDiagnostic is only sent on environmentAcquireLease".into());
-    }
-    None
+        SYNC_ERROR_SCHEMA => match read_sync_error(data).and_then(|d| d.to_data()) {
+            Some(rebuilt) => rebuilt,
+            None => return Some("the sync-error reader rejects it".into()),
+        },
+        STOP_ERROR_SCHEMA => {
+            if method.is_some_and(|m| m != name::ENVIRONMENT_STOP_LEASE) {
+                return Some(format!(
+                    "a stop error is only sent on {}",
+                    name::ENVIRONMENT_STOP_LEASE
+                ));
+            }
+            match read_stop_error(data) {
+                Some(reason) => stop_error_data(reason),
+                None => return Some("the stop-error reader rejects it (D6)".into()),
+            }
+        }
+        other => return Some(format!("unknown schema {other:?}")),
+    };
+    (rebuilt != *data).then(|| {
+        format!(
+            "it carries more than the allowlisted fields (the host keeps only {})",
+            clip(&rebuilt.to_string())
+        )
+    })
 }
 
 /// ENV-ALLOW-1.
@@ -125,15 +122,25 @@ mod tests {
 
     #[test]
     fn envelopes_are_judged_by_schema_keys_and_method() {
-        let cleanup = json!({"schema": CREATION_CLEANUP_SCHEMA, "cleanup": {}});
+        let ownership = json!({"providerLeaseId": "paperclip-create-attempt-1",
+            "companyId": "company-1", "environmentId": "environment-1", "runId": "run-1",
+            "attemptId": "attempt-1", "accountFingerprint": "a".repeat(64),
+            "labels": {"paperclip-provider": "daytona"}});
+        let cleanup = json!({"schema": CREATION_CLEANUP_SCHEMA, "cleanup": ownership});
         assert_eq!(envelope_problem(&cleanup, Some("environmentAcquireLease")), None);
         assert!(envelope_problem(&cleanup, Some("environmentProbe")).is_some());
-        let leaky = json!({"schema": SYNC_ERROR_SCHEMA, "diagnostic": {}, "stderr": "x"});
-        assert!(envelope_problem(&leaky, Some("environmentSyncIn")).unwrap().contains("stderr"));
+        let mut leaky_cleanup = cleanup.clone();
+        leaky_cleanup["cleanup"]["accessToken"] = json!("secret-token");
+        assert!(envelope_problem(&leaky_cleanup, Some("environmentAcquireLease")).is_some());
+        let sync = json!({"schema": SYNC_ERROR_SCHEMA, "diagnostic": {"errorCode": "ENOSPC"}});
+        assert_eq!(envelope_problem(&sync, Some("environmentSyncIn")), None);
+        let mut leaky = sync.clone();
+        leaky["stderr"] = json!("x");
+        assert!(envelope_problem(&leaky, Some("environmentSyncIn")).is_some());
         assert!(envelope_problem(&json!({"foo": 1}), None).is_some());
-        let diag =
-            json!({"schema": CREATION_CLEANUP_SCHEMA, "cleanup": {}, "acquisitionDiagnostic": {}});
-        assert!(envelope_problem(&diag, Some("environmentDestroyLease")).is_some());
+        let stop = json!({"schema": STOP_ERROR_SCHEMA, "reason": "busy"});
+        assert_eq!(envelope_problem(&stop, Some("environmentStopLease")), None);
+        assert!(envelope_problem(&stop, Some("environmentProbe")).is_some());
     }
 
     #[test]

@@ -4,6 +4,8 @@
 use paperclip_sandbox_protocol::methods::name;
 use serde_json::{json, Value};
 
+use paperclip_sandbox_protocol::envelope::accept_termination_receipt;
+
 use crate::checks::execute::exec;
 use crate::context::{fail, CheckResult, Ctx};
 use crate::host::clip;
@@ -13,18 +15,16 @@ fn show(v: &Value) -> String {
     clip(&v.to_string())
 }
 
-/// Checks a termination receipt (protocol.md D.1, P7): it names `lease` and its state is one of
-/// `states`. A `null` result is accepted when `allow_void`.
+/// Checks a termination receipt with the host's acceptance rule (protocol.md D.1, P7): it names
+/// `lease` and its state is one of `states`. A `null` result is accepted when `allow_void`.
 fn receipt(result: &Value, lease: &Lease, states: &[&str], allow_void: bool) -> Result<(), String> {
-    if result.is_null() {
-        return if allow_void { Ok(()) } else { Err("null instead of a receipt".into()) };
+    if result.is_null() && allow_void {
+        return Ok(());
     }
-    let named = result.get("providerLeaseId").and_then(Value::as_str) == Some(lease.id.as_str());
-    let state = result.get("state").and_then(Value::as_str).unwrap_or_default();
-    if named && states.contains(&state) {
-        Ok(())
-    } else {
-        Err(format!("{} (lease {:?})", show(result), lease.id))
+    match accept_termination_receipt(result, &lease.id) {
+        Ok(r) if states.contains(&r.state.as_str()) => Ok(()),
+        Ok(_) => Err(format!("{}: state not in {states:?}", show(result))),
+        Err(rejection) => Err(format!("{} ({rejection}; lease {:?})", show(result), lease.id)),
     }
 }
 
