@@ -454,16 +454,16 @@ impl Session {
         self.send_raw(Message::from(response).to_line().into_bytes());
     }
 
-    /// The graceful stop of the published host, with a shorter drain: `shutdown`, wait up to
-    /// `grace` for the answer and the exit, close stdin, SIGTERM, SIGKILL. Returns the answer
-    /// and whether the worker exited on its own.
+    /// The graceful stop of the published host, with shorter waits: `shutdown`, wait up to
+    /// `grace` for the answer and the exit, close stdin, SIGTERM, wait `grace` again, SIGKILL.
+    /// Returns the answer and whether the worker exited on its own.
     pub fn shutdown(&mut self, grace: Duration) -> (Reply, bool) {
         let started = Instant::now();
         let id = self.next_id();
         let reply = self.call_with(id, name::SHUTDOWN, json!({}), false, grace).0;
         let left = grace.saturating_sub(started.elapsed());
         let exited = self.proc.wait_exit(left).is_some();
-        let (_, on_its_own) = self.proc.stop(if exited { Duration::ZERO } else { left });
+        let (_, on_its_own) = self.proc.stop(if exited { Duration::ZERO } else { left }, grace);
         (reply, exited || on_its_own)
     }
 }

@@ -21,8 +21,9 @@ use crate::transcript::{Direction, Transcript};
 /// How often exit is polled while waiting for a worker to end.
 const EXIT_POLL: Duration = Duration::from_millis(3);
 
-/// How long the ladder waits after SIGTERM before SIGKILL.
-const SIGTERM_GRACE: Duration = Duration::from_secs(2);
+/// How long the ladder waits after SIGTERM before SIGKILL, and how long a SIGKILLed group
+/// gets to be reaped.
+pub const SIGTERM_GRACE: Duration = Duration::from_secs(2);
 
 /// What to run, and with which extra environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,15 +252,16 @@ impl WorkerProcess {
         }
     }
 
-    /// The end of the shutdown ladder: close stdin, wait `grace`, SIGTERM the group, wait,
-    /// SIGKILL the group. Returns how the worker ended and whether it left on its own.
-    pub fn stop(&mut self, grace: Duration) -> (Option<ExitStatus>, bool) {
+    /// The end of the shutdown ladder: close stdin, wait `grace`, SIGTERM the group, wait
+    /// `term_grace`, SIGKILL the group. Returns how the worker ended and whether it left on its
+    /// own.
+    pub fn stop(&mut self, grace: Duration, term_grace: Duration) -> (Option<ExitStatus>, bool) {
         self.close_stdin();
         if let Some(status) = self.wait_exit(grace) {
             return (Some(status), true);
         }
         self.signal_group(libc::SIGTERM);
-        if let Some(status) = self.wait_exit(SIGTERM_GRACE) {
+        if let Some(status) = self.wait_exit(term_grace) {
             return (Some(status), false);
         }
         self.signal_group(libc::SIGKILL);
@@ -350,7 +352,7 @@ mod tests {
             WorkerProcess::spawn(&sh("trap '' TERM; while :; do sleep 0.05; done"), t).unwrap();
         let pid = p.pid();
         assert!(!group_members(pid).is_empty());
-        let (status, on_its_own) = p.stop(Duration::from_millis(50));
+        let (status, on_its_own) = p.stop(Duration::from_millis(50), Duration::from_millis(50));
         assert!(status.is_some());
         assert!(!on_its_own);
         drop(p);

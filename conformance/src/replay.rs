@@ -68,6 +68,22 @@ fn recorded_answers(entries: &[Entry]) -> HashMap<Id, Reply> {
     answers
 }
 
+/// The digest of the recorded answer to `id`; an answer whose id matches only after changing its
+/// JSON type counts as "wrong id type", as it did in the run.
+fn recorded_digest(recorded: &HashMap<Id, Reply>, id: &Id) -> Value {
+    if let Some(reply) = recorded.get(id) {
+        return digest(reply);
+    }
+    let loose = |i: &Id| match i {
+        Id::Number(n) => n.to_string(),
+        Id::String(s) => s.clone(),
+    };
+    if recorded.keys().any(|other| loose(other) == loose(id)) {
+        return digest(&Reply::WrongIdType { sent: id.to_value(), got: Value::Null });
+    }
+    Value::from("no answer")
+}
+
 /// Replays `entries` against a fresh `command`; writes a line per request to `out` and returns
 /// the number of differences.
 pub fn replay(
@@ -96,7 +112,7 @@ pub fn replay(
         session.expect_id(request.id.clone(), &request.method);
         let reply = session.await_reply(&request.id, timeout);
         let now = digest(&reply);
-        let before = recorded.get(&request.id).map_or_else(|| Value::from("no answer"), digest);
+        let before = recorded_digest(&recorded, &request.id);
         let verdict = if now == before { "same" } else { "DIFF" };
         if now != before {
             diffs += 1;

@@ -22,7 +22,7 @@ use crate::transcript::Entry;
 const MANIFEST_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long the main worker gets to leave after the run's final `shutdown`.
-const TEARDOWN_GRACE: Duration = Duration::from_secs(2);
+const TEARDOWN_GRACE: Duration = Duration::from_millis(1000);
 
 fn read_json(path: &Path) -> Result<Value, HarnessError> {
     let text = std::fs::read_to_string(path).map_err(|e| HarnessError::io(path, e))?;

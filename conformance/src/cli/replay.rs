@@ -12,7 +12,7 @@ use paperclip_sandbox_conformance::{replay, HarnessError};
 /// Options of `replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// A transcript written by `run --artifacts DIR` (DIR/<check-id>.ndjson).
+    /// A transcript written by `run --artifacts DIR` (DIR/CHECK-ID.ndjson).
     file: PathBuf,
     /// Per-request timeout in ms.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]

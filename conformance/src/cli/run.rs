@@ -53,7 +53,7 @@ pub struct RunArgs {
     /// STALE (which fails the run).
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
-    /// Write the NDJSON exchange of every failed check to DIR/<check-id>.ndjson.
+    /// Write the NDJSON exchange of every failed check to DIR/CHECK-ID.ndjson.
     #[arg(long, value_name = "DIR")]
     artifacts: Option<PathBuf>,
     /// Length of the oversize frame in bytes.
