@@ -298,3 +298,7 @@ fn with_mode(mut out: ExecuteResult, mode: &str, reason: Option<&str>) -> Execut
     }
     out
 }
+
+#[cfg(test)]
+#[path = "provider_tests.rs"]
+mod tests;
