@@ -69,7 +69,9 @@ pub async fn acquire(
     tracing::info!(creation_name = %attempt.creation_name, "creating sandbox");
     let mut create: JoinHandle<Result<Sandbox, ApiError>> = tokio::spawn({
         let client = client.clone();
-        let timeout = config.acquire_cap;
+        // Longer than the cap: the cap, not a transport timeout, ends a hanging create (a
+        // timed-out create would otherwise count as a failed one and be compensated).
+        let timeout = config.acquire_cap + config.request_timeout;
         async move { client.create(&request, timeout).await }
     });
     let lookup_at = started + config.create_lookup_delay;

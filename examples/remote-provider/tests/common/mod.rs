@@ -17,7 +17,7 @@ pub const CREATION_NAME: &str = "paperclip-create-0b5e6c1e-6a55-4f4c-9d0e-3f1c2a
 /// Lookup delay the tests use.
 pub const LOOKUP_MS: u64 = 300;
 /// Acquisition cap the tests use.
-pub const CAP_MS: u64 = 700;
+pub const CAP_MS: u64 = 1000;
 
 /// A config for `fake` with durations shrunk to milliseconds.
 pub fn config(fake: &FakeApi) -> Value {
