@@ -21,6 +21,7 @@ use std::time::Duration;
 use paperclip_sandbox_sdk::prelude::*;
 use paperclip_sandbox_sdk::protocol::capabilities::Capability;
 use paperclip_sandbox_sdk::protocol::manifest::{DriverDeclaration, Manifest};
+use paperclip_sandbox_sdk::protocol::HostProfile;
 
 pub mod acquire;
 pub mod api;
@@ -37,17 +38,27 @@ pub const DRIVER_KEY: &str = "remote";
 /// host's whole budget; one fresh attempt is capped lower by `acquireCapMs`.
 pub const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 300_000;
 
-/// The manifest of the `remote-provider` plugin, printed by `remote-provider --manifest`.
+/// The manifest of the `remote-provider` plugin for the November host
+/// (`paperclip-2026-11`), printed by `remote-provider --manifest`.
 ///
 /// Built with the protocol crate's manifest builders; it moves to the SDK's manifest derive
 /// once that derive is available.
 pub fn manifest() -> Manifest {
-    let driver = DriverDeclaration::sandbox_provider(DRIVER_KEY, "Remote sandbox API")
+    manifest_for(HostProfile::Paperclip2026_11)
+}
+
+/// The manifest for `profile`: the September host's strict schema rejects the November driver
+/// fields (`defaultAcquireTimeoutMs`, `creationOperationVersion`), so they are left out there.
+pub fn manifest_for(profile: HostProfile) -> Manifest {
+    let mut driver = DriverDeclaration::sandbox_provider(DRIVER_KEY, "Remote sandbox API")
         .with_description("Sandboxes of a Daytona-shaped HTTP API")
         .with_config_schema(config::config_schema())
-        .with_capability(Capability::ReusableLeases, true)
-        .with_default_acquire_timeout_ms(DEFAULT_ACQUIRE_TIMEOUT_MS)
-        .with_creation_operation_version(1);
+        .with_capability(Capability::ReusableLeases, true);
+    if profile.is_november() {
+        driver = driver
+            .with_default_acquire_timeout_ms(DEFAULT_ACQUIRE_TIMEOUT_MS)
+            .with_creation_operation_version(1);
+    }
     Manifest::sandbox_provider(
         "paperclip-remote-provider",
         env!("CARGO_PKG_VERSION"),
@@ -201,7 +212,6 @@ impl SandboxProvider for RemoteProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paperclip_sandbox_sdk::protocol::profile::HostProfile;
 
     #[test]
     fn manifest_declares_the_contract() {
@@ -212,7 +222,11 @@ mod tests {
         assert_eq!(d["defaultAcquireTimeoutMs"], 300_000);
         assert_eq!(d["sandboxCapabilities"]["reusableLeases"], true);
         assert_eq!(d["configSchema"]["properties"]["apiKey"]["format"], "secret-ref");
-        let report = manifest().validate(HostProfile::Paperclip2026_11);
-        assert!(report.valid, "{report:?}");
+        for profile in HostProfile::ALL {
+            let report = manifest_for(profile).validate(profile);
+            assert!(report.valid, "{profile}: {report:?}");
+        }
+        let old = manifest_for(HostProfile::Paperclip2026_09).to_value();
+        assert!(old["environmentDrivers"][0].get("creationOperationVersion").is_none());
     }
 }

@@ -323,9 +323,14 @@ async fn execute_runs_through_the_exec_endpoint() {
     let body: Value = serde_json::from_str(&exec.body).unwrap();
     assert_eq!(body["args"], json!(["hello", "world"]));
     assert_eq!(body["timeoutMs"], 5000);
-    params["command"] = json!("false");
-    let out = client.call("environmentExecute", params).await.expect("ran");
+    params["command"] = json!("sh");
+    params["args"] = json!(["-c", "echo failed >&2; exit 1"]);
+    let out = client.call("environmentExecute", params.clone()).await.expect("ran");
     assert_eq!((out["exitCode"].clone(), out["stderr"].clone()), (json!(1), json!("failed\n")));
+    params["args"] = json!(["-c", "sleep 5"]);
+    params["timeoutMs"] = json!(200);
+    let out = client.call("environmentExecute", params).await.expect("ran");
+    assert_eq!((out["timedOut"].clone(), out["exitCode"].clone()), (json!(true), Value::Null));
 }
 
 #[tokio::test]

@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,6 +18,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 
@@ -54,6 +57,8 @@ pub struct Faults {
     pub autodelete_ignored: bool,
     /// The status of `PATCH /autodelete`.
     pub autodelete_status: u16,
+    /// Accept any non-empty bearer token (the conformance harness plants its own key).
+    pub accept_any_key: bool,
 }
 
 impl Default for Faults {
@@ -67,6 +72,7 @@ impl Default for Faults {
             start_timeline: then("starting", Duration::from_millis(30), "started"),
             autodelete_ignored: false,
             autodelete_status: 200,
+            accept_any_key: false,
         }
     }
 }
@@ -141,6 +147,7 @@ pub struct Recorded {
 
 #[derive(Default)]
 struct State {
+    root: PathBuf,
     faults: Faults,
     sandboxes: BTreeMap<String, FakeSandbox>,
     requests: Vec<Recorded>,
@@ -153,14 +160,30 @@ pub struct FakeApi {
     /// `http://127.0.0.1:<port>`.
     pub base_url: String,
     state: Arc<Mutex<State>>,
+    _root: Arc<Root>,
+}
+
+/// The directory holding every sandbox's files; removed with the last handle.
+struct Root(PathBuf);
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl FakeApi {
     /// Starts a fake with `faults` on an ephemeral port.
     pub async fn start(faults: Faults) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let base_url = format!("http://{}", listener.local_addr().expect("addr"));
-        let state = Arc::new(Mutex::new(State { faults, ..State::default() }));
+        let addr = listener.local_addr().expect("addr");
+        let base_url = format!("http://{addr}");
+        let root = std::env::temp_dir().join(format!(
+            "remote-provider-fake-{}-{}",
+            std::process::id(),
+            addr.port()
+        ));
+        let state = Arc::new(Mutex::new(State { root: root.clone(), faults, ..State::default() }));
         let shared = state.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
@@ -172,7 +195,7 @@ impl FakeApi {
                 });
             }
         });
-        FakeApi { base_url, state }
+        FakeApi { base_url, state, _root: Arc::new(Root(root)) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -250,8 +273,12 @@ async fn serve(
         });
         s.requests.len() - 1
     };
-    let authorized =
-        headers.iter().any(|(k, v)| k == "authorization" && *v == format!("Bearer {API_KEY}"));
+    let any_key = state.lock().unwrap_or_else(|p| p.into_inner()).faults.accept_any_key;
+    let authorized = headers.iter().any(|(k, v)| {
+        k == "authorization"
+            && (*v == format!("Bearer {API_KEY}")
+                || (any_key && v.strip_prefix("Bearer ").is_some_and(|t| !t.is_empty())))
+    });
     let response = if authorized {
         route(&state, &method, &path, &body).await
     } else {
@@ -336,27 +363,62 @@ async fn route(
             answer(200, json!({}))
         }
         ("POST", ["sandbox", id, "exec"]) => {
-            if !lock().sandboxes.contains_key(*id) {
-                return missing();
+            let (state_now, root) = {
+                let s = lock();
+                match s.sandboxes.get(*id) {
+                    Some(sandbox) => (sandbox.state(), s.root.join(id)),
+                    None => return missing(),
+                }
+            };
+            if state_now != "started" {
+                return answer(409, json!({"message": format!("sandbox is {state_now}")}));
             }
-            let args: Vec<String> =
-                serde_json::from_value(body["args"].clone()).unwrap_or_default();
-            match body["command"].as_str().unwrap_or_default() {
-                "echo" => answer(
-                    200,
-                    json!({"exitCode": 0, "stdout": format!("{}\n", args.join(" ")), "stderr": ""}),
-                ),
-                "cat" => answer(
-                    200,
-                    json!({"exitCode": 0, "stdout": body["stdin"].as_str().unwrap_or_default(), "stderr": ""}),
-                ),
-                "false" => answer(200, json!({"exitCode": 1, "stdout": "", "stderr": "failed\n"})),
-                other => answer(
-                    200,
-                    json!({"exitCode": 127, "stdout": "", "stderr": format!("{other}: not found\n")}),
-                ),
-            }
+            exec(&root, &body).await
         }
         _ => answer(404, json!({"message": "no such route"})),
+    }
+}
+
+/// Runs the command for real, in the sandbox's directory (created on first use) unless a
+/// `cwd` is given; honours `stdin`, `env` and `timeoutMs`.
+async fn exec(dir: &Path, body: &Value) -> Response<Full<Bytes>> {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        return answer(500, json!({"message": format!("sandbox directory: {e}")}));
+    }
+    let args: Vec<String> = serde_json::from_value(body["args"].clone()).unwrap_or_default();
+    let env: BTreeMap<String, String> =
+        serde_json::from_value(body["env"].clone()).unwrap_or_default();
+    let mut command = tokio::process::Command::new(body["command"].as_str().unwrap_or_default());
+    command
+        .args(&args)
+        .envs(&env)
+        .current_dir(body["cwd"].as_str().map(Path::new).unwrap_or(dir))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return answer(200, json!({"exitCode": 127, "stdout": "", "stderr": format!("{e}\n")}))
+        }
+    };
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let input = body["stdin"].as_str().unwrap_or_default().to_owned();
+    tokio::spawn(async move {
+        let _ = stdin.write_all(input.as_bytes()).await;
+    });
+    let timeout = Duration::from_millis(body["timeoutMs"].as_u64().unwrap_or(60_000));
+    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(Ok(out)) => answer(
+            200,
+            json!({"exitCode": out.status.code(), "timedOut": false,
+                   "stdout": String::from_utf8_lossy(&out.stdout),
+                   "stderr": String::from_utf8_lossy(&out.stderr)}),
+        ),
+        Ok(Err(e)) => answer(500, json!({"message": format!("exec failed: {e}")})),
+        Err(_) => {
+            answer(200, json!({"exitCode": null, "timedOut": true, "stdout": "", "stderr": ""}))
+        }
     }
 }
