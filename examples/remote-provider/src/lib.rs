@@ -171,7 +171,7 @@ impl SandboxProvider for RemoteProvider {
         _cx: Context,
     ) -> HookResult<StopLeaseResult> {
         let (client, config) = self.client(&params.base.config)?;
-        lifecycle::stop_preserving(&client, &config, &params).await
+        lifecycle::stop_lease(&client, &config, &params).await
     }
 
     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {

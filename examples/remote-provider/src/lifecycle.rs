@@ -6,8 +6,8 @@
 //!   sandbox under the name is an uncertain outcome, answered with the unchanged envelope
 //!   (never a receipt). With an observed id, or for an ordinary lease, the sandbox is deleted
 //!   and its removal awaited; a sandbox already gone is `destroyed` (idempotent).
-//! * **Release**: a reusable lease (or `stop_and_retain`) is stopped, any other is destroyed;
-//!   `keep_running` does nothing.
+//! * **Release**: a reusable lease is stopped (stop/start semantics), `stop_and_retain` gets
+//!   stop-only preservation, `keep_running` does nothing, any other lease is destroyed.
 //! * **Resume** starts a stopped sandbox; a missing one is `{providerLeaseId: null,
 //!   metadata: {expired: true, reason: "not_found"}}`.
 //! * **Stop** (decisions.md D6): one recover attempt for a recoverable `error` state, then
@@ -191,7 +191,9 @@ pub async fn release(
     };
     let stop = match &params.resource_disposition {
         Some(ResourceDisposition::KeepRunning) => return Ok(None),
-        Some(ResourceDisposition::StopAndRetain) => true,
+        Some(ResourceDisposition::StopAndRetain) => {
+            return stop_preserving(client, config, lease_id).await.map(Some)
+        }
         Some(ResourceDisposition::Destroy) => false,
         _ => is_reusable(params.lease_metadata.as_ref()),
     };
@@ -287,12 +289,21 @@ pub async fn resume(
 }
 
 /// `environmentStopLease` (decisions.md D6): stop-only preservation.
-pub async fn stop_preserving(
+pub async fn stop_lease(
     client: &ApiClient,
     config: &RemoteConfig,
     params: &StopLeaseParams,
 ) -> Result<TerminationReceipt, ProviderError> {
-    let id = params.provider_lease_id.as_str();
+    stop_preserving(client, config, &params.provider_lease_id).await
+}
+
+/// Stop-only preservation of sandbox `id`: recover once if needed, disable auto-delete and
+/// confirm it, then stop. Never deletes.
+pub async fn stop_preserving(
+    client: &ApiClient,
+    config: &RemoteConfig,
+    id: &str,
+) -> Result<TerminationReceipt, ProviderError> {
     let unconfirmed =
         |e: ApiError| ProviderError::worker(format!("The stop could not be confirmed: {e}"));
     let Some(sandbox) = client.get(id).await.map_err(unconfirmed)? else {

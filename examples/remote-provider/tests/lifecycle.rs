@@ -291,6 +291,30 @@ async fn reusable_leases_stop_on_release_and_start_on_resume() {
 }
 
 #[tokio::test]
+async fn release_honours_the_resource_disposition() {
+    let fake = FakeApi::start(Faults::default()).await;
+    fake.insert(FakeSandbox::new("sbx-1", now("started")));
+    fake.insert(FakeSandbox::new("sbx-2", now("started")));
+    let cfg = config(&fake);
+    let client = client();
+    let keep = lease_params(&cfg, "sbx-1", json!({"resourceDisposition": "keep_running"}));
+    assert_eq!(client.call("environmentReleaseLease", keep).await.unwrap(), Value::Null);
+    assert_eq!(fake.sandbox("sbx-1").unwrap().state(), "started");
+    let retain = lease_params(&cfg, "sbx-1", json!({"resourceDisposition": "stop_and_retain"}));
+    let receipt = client.call("environmentReleaseLease", retain).await.unwrap();
+    assert_eq!(receipt["state"], "stopped");
+    assert_eq!(fake.sandbox("sbx-1").unwrap().auto_delete, Some(-1), "preserved");
+    let destroy = lease_params(
+        &cfg,
+        "sbx-2",
+        json!({"resourceDisposition": "destroy", "leaseMetadata": {"reusable": true}}),
+    );
+    let receipt = client.call("environmentReleaseLease", destroy).await.unwrap();
+    assert_eq!(receipt["state"], "destroyed");
+    assert!(fake.sandbox("sbx-2").is_none());
+}
+
+#[tokio::test]
 async fn an_ephemeral_release_destroys() {
     let fake = FakeApi::start(Faults::default()).await;
     let cfg = config(&fake);
