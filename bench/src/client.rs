@@ -37,10 +37,15 @@ impl WorkerSpec {
         }
     }
 
-    /// The command this spec describes, with piped stdin/stdout and stderr discarded.
+    /// The command this spec describes, with piped stdin/stdout. The worker's stderr is
+    /// discarded unless `PAPERCLIP_BENCH_STDERR` is set (then it is inherited, for debugging).
     pub fn command(&self) -> Command {
+        let stderr = match std::env::var_os("PAPERCLIP_BENCH_STDERR") {
+            Some(_) => Stdio::inherit(),
+            None => Stdio::null(),
+        };
         let mut cmd = Command::new(&self.program);
-        cmd.args(&self.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        cmd.args(&self.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(stderr);
         if let Some(cwd) = &self.cwd {
             cmd.current_dir(cwd);
         }
@@ -171,6 +176,32 @@ impl Worker {
             ));
         }
         Ok(reply)
+    }
+
+    /// Sends one request and returns its `result` (worker-initiated frames are skipped; an
+    /// `error` response is an error).
+    pub fn call_value(&mut self, method: &str, params_json: &str) -> io::Result<serde_json::Value> {
+        let id = self.reserve_ids(1);
+        self.req.clear();
+        encode_request(&mut self.req, id, method, params_json);
+        let stdin = self.stdin.as_mut().ok_or_else(|| io::Error::other("stdin closed"))?;
+        stdin.write_all(&self.req)?;
+        stdin.flush()?;
+        loop {
+            self.line.clear();
+            if self.stdout.read_until(b'\n', &mut self.line)? == 0 {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "worker closed stdout"));
+            }
+            let mut frame: serde_json::Value = serde_json::from_slice(&self.line)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            if frame.get("method").is_some() || frame["id"].as_u64() != Some(id) {
+                continue;
+            }
+            if let Some(err) = frame.get("error") {
+                return Err(io::Error::other(format!("{method}: error response: {err}")));
+            }
+            return Ok(frame["result"].take());
+        }
     }
 
     /// Sends one request and returns the raw response line (for correctness checks).

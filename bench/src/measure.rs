@@ -2,7 +2,8 @@
 //! with a bounded window, cold start to the `initialize` answer, and idle RSS.
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -39,9 +40,33 @@ pub struct Sequential {
     pub p50: Duration,
     /// 99th-percentile round trip.
     pub p99: Duration,
+    /// Every round trip, in order.
+    pub samples: Vec<Duration>,
 }
 
 impl Sequential {
+    /// A summary of `samples` taken over `elapsed`.
+    pub fn from_samples(samples: Vec<Duration>, elapsed: Duration) -> Self {
+        Sequential {
+            count: samples.len() as u64,
+            elapsed,
+            p50: median(&samples).unwrap_or_default(),
+            p99: percentile(&samples, 99.0).unwrap_or_default(),
+            samples,
+        }
+    }
+
+    /// Several runs as one: samples concatenated, elapsed times added.
+    pub fn merge(parts: impl IntoIterator<Item = Sequential>) -> Self {
+        let mut samples = Vec::new();
+        let mut elapsed = Duration::ZERO;
+        for p in parts {
+            samples.extend(p.samples);
+            elapsed += p.elapsed;
+        }
+        Self::from_samples(samples, elapsed)
+    }
+
     /// Round trips per second.
     pub fn rate(&self) -> f64 {
         per_second(self.count, self.elapsed)
@@ -62,13 +87,7 @@ pub fn sequential(w: &mut Worker, call: Call<'_>, budget: Budget) -> io::Result<
             break;
         }
     }
-    let elapsed = start.elapsed();
-    Ok(Sequential {
-        count: samples.len() as u64,
-        elapsed,
-        p50: median(&samples).unwrap_or_default(),
-        p99: percentile(&samples, 99.0).unwrap_or_default(),
-    })
+    Ok(Sequential::from_samples(samples, start.elapsed()))
 }
 
 /// Result of a pipelined run.
@@ -100,9 +119,7 @@ pub fn pipelined(
     let first_id = w.next_id();
     // Reserve the maximum; unused ids are simply never sent.
     w.reserve_ids(budget.max);
-    let completed = Mutex::new(0u64);
-    let room = Condvar::new();
-    let total = AtomicU64::new(u64::MAX);
+    let sync = Window::default();
     let stdin = w.stdin.as_mut().ok_or_else(|| io::Error::other("stdin closed"))?;
     let stdout = &mut w.stdout;
     let start = Instant::now();
@@ -113,26 +130,21 @@ pub fn pipelined(
             let mut buf = Vec::with_capacity(64 * 1024);
             let mut sent = 0u64;
             loop {
-                let done = {
-                    let mut c = completed.lock().unwrap_or_else(|e| e.into_inner());
-                    while sent - *c > window / 2 {
-                        c = room.wait(c).unwrap_or_else(|e| e.into_inner());
-                    }
-                    *c
-                };
+                let done = sync.wait_for_room(sent, window / 2)?;
                 let mut batch = (window - (sent - done)).min(budget.max - sent);
                 let last = Instant::now() >= deadline || sent + batch >= budget.max;
                 if last {
                     batch = batch.max(1);
-                    total.store(sent + batch, Ordering::Release);
+                    sync.total.store(sent + batch, SeqCst);
                 }
                 buf.clear();
                 for i in 0..batch {
                     encode_request(&mut buf, first_id + sent + i, call.method, call.params_json);
                 }
+                sent += batch;
+                sync.sent.store(sent, SeqCst);
                 stdin.write_all(&buf)?;
                 stdin.flush()?;
-                sent += batch;
                 if last {
                     return Ok(sent);
                 }
@@ -143,7 +155,7 @@ pub fn pipelined(
         let mut line = Vec::with_capacity(1024);
         let mut received = 0u64;
         let read = (|| -> io::Result<()> {
-            while received < total.load(Ordering::Acquire) {
+            while received < sync.total.load(SeqCst) {
                 let reply = read_reply(stdout, &mut line)?;
                 let idx = reply.id.checked_sub(first_id).filter(|&i| i < budget.max);
                 let idx =
@@ -152,15 +164,13 @@ pub fn pipelined(
                     return Err(io::Error::other(format!("id {} answered twice", reply.id)));
                 }
                 received += 1;
-                *completed.lock().unwrap_or_else(|e| e.into_inner()) = received;
-                room.notify_one();
+                sync.completed(received, window / 2);
             }
             Ok(())
         })();
         if read.is_err() {
             // Unblock the writer so the scope can end; the error is reported below.
-            *completed.lock().unwrap_or_else(|e| e.into_inner()) = u64::MAX / 2;
-            room.notify_one();
+            sync.abort();
         }
         let sent = writer.join().map_err(|_| io::Error::other("writer thread panicked"))?;
         read?;
@@ -171,6 +181,72 @@ pub fn pipelined(
         return Err(io::Error::other(format!("sent {sent}, received {received}")));
     }
     Ok(Pipelined { count: received, elapsed })
+}
+
+/// The writer/reader handshake of [`pipelined`]. The reader publishes progress in atomics and
+/// takes the lock (one futex wake) only when the writer is parked and the window has drained
+/// to the refill mark, so answers cost no syscall on the client side.
+#[derive(Default)]
+struct Window {
+    sent: AtomicU64,
+    done: AtomicU64,
+    total: TotalAtomic,
+    parked: AtomicBool,
+    aborted: AtomicBool,
+    lock: Mutex<()>,
+    room: Condvar,
+}
+
+/// `u64::MAX` until the writer knows its final count.
+struct TotalAtomic(AtomicU64);
+
+impl Default for TotalAtomic {
+    fn default() -> Self {
+        TotalAtomic(AtomicU64::new(u64::MAX))
+    }
+}
+
+impl std::ops::Deref for TotalAtomic {
+    type Target = AtomicU64;
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
+}
+
+impl Window {
+    /// Writer: waits until at most `low` requests are in flight; returns the answered count.
+    fn wait_for_room(&self, sent: u64, low: u64) -> io::Result<u64> {
+        let ready = || sent - self.done.load(SeqCst).min(sent) <= low;
+        if ready() {
+            return Ok(self.done.load(SeqCst));
+        }
+        let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.parked.store(true, SeqCst);
+        while !ready() && !self.aborted.load(SeqCst) {
+            guard = self.room.wait(guard).unwrap_or_else(|e| e.into_inner());
+        }
+        self.parked.store(false, SeqCst);
+        if self.aborted.load(SeqCst) {
+            return Err(io::Error::other("reader failed"));
+        }
+        Ok(self.done.load(SeqCst))
+    }
+
+    /// Reader: `done` answers so far; wakes a parked writer at the refill mark.
+    fn completed(&self, done: u64, low: u64) {
+        self.done.store(done, SeqCst);
+        if self.parked.load(SeqCst) && self.sent.load(SeqCst).saturating_sub(done) <= low {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.room.notify_one();
+        }
+    }
+
+    /// Reader: gives up; a parked writer returns an error.
+    fn abort(&self) {
+        self.aborted.store(true, SeqCst);
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.room.notify_one();
+    }
 }
 
 /// Spawn → `initialize` answered, `spawns` times; returns the median. Each worker is closed

@@ -24,7 +24,7 @@ pub struct Measured {
     pub cold_start: Duration,
     /// VmRSS after `initialize` and an idle pause, in bytes.
     pub idle_rss: u64,
-    /// Optional second measurement: sequential `environmentExecute` of `true` on a lease.
+    /// Optional second measurement: sequential `environmentExecute` on a lease.
     pub execute: Option<Sequential>,
 }
 
@@ -113,14 +113,14 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-/// The optional `environmentExecute` lines (rows that measured it).
-pub fn execute_lines(rows: &[Row]) -> String {
+/// The optional `environmentExecute` lines (rows that measured it); `command` names what ran.
+pub fn execute_lines(rows: &[Row], command: &str) -> String {
     let mut out = String::new();
     for row in rows {
         if let Ok(Measured { execute: Some(e), .. }) = &row.result {
             let _ = writeln!(
                 out,
-                "environmentExecute `true`, {}: {} calls/s sequential, p50 {}, p99 {}",
+                "environmentExecute `{command}`, {}: {} calls/s sequential, p50 {}, p99 {}",
                 row.name,
                 fmt_rate(e.rate()),
                 fmt_duration(e.p50),

@@ -9,9 +9,9 @@ use std::process::{Command, Stdio};
 use crate::client::WorkerSpec;
 
 /// The Cargo package of the Rust provider under test.
-pub const PROVIDER_PACKAGE: &str = "paperclip-sandbox-test-worker";
+pub const PROVIDER_PACKAGE: &str = "local-provider";
 /// Its binary target.
-pub const PROVIDER_BIN: &str = "paperclip-sandbox-test-worker";
+pub const PROVIDER_BIN: &str = "local-provider";
 /// This crate's package (it holds the echo loop).
 pub const BENCH_PACKAGE: &str = "paperclip-sandbox-bench";
 /// The echo loop's binary target.
