@@ -186,7 +186,7 @@ fn finish(
     })
 }
 
-/// Measures every subject: [`start`] each in turn, then [`Config::rounds`] rounds visiting
+/// Measures every subject: cold start, idle RSS and warm-up for each in turn, then [`Config::rounds`] rounds visiting
 /// every worker, then the execute measurement. A failing worker's row carries the error.
 pub fn measure_all(
     subjects: &[Subject],

@@ -91,3 +91,17 @@ fn vm_rss_parsing() {
     assert_eq!(parse_vm_rss(status), Some(2048 * 1024));
     assert_eq!(parse_vm_rss("Name:\tx\n"), None);
 }
+
+#[test]
+fn sequential_runs_merge() {
+    use paperclip_sandbox_bench::measure::Sequential;
+    let us = |v: &[u64]| v.iter().map(|&x| Duration::from_micros(x)).collect::<Vec<_>>();
+    let a = Sequential::from_samples(us(&[5, 1, 3]), Duration::from_millis(1));
+    let b = Sequential::from_samples(us(&[2, 4, 100]), Duration::from_millis(2));
+    let m = Sequential::merge([a, b]);
+    assert_eq!(m.count, 6);
+    assert_eq!(m.elapsed, Duration::from_millis(3));
+    assert_eq!(m.p50, Duration::from_micros(3));
+    assert_eq!(m.p99, Duration::from_micros(100));
+    assert_eq!(m.rate(), 2000.0);
+}
