@@ -9,10 +9,12 @@
 //! * Two Paperclip envelope keys ride beside the standard ones: [`Invocation`]
 //!   (`paperclipInvocation`, host→worker) and `paperclipInvocationId` (worker→host).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error_code::ErrorCode;
@@ -379,6 +381,118 @@ pub fn parse_line(line: &str) -> Result<Message, FrameError> {
     Message::from_value(value)
 }
 
+/// The detail of a `-32600` answer to a response whose `error` is not an error object.
+const BAD_ERROR_OBJECT: &str = "error must be an object with a numeric code and a string message";
+
+/// The `jsonrpc` check of protocol.md A.2: `"2.0"` or a `-32700` naming what was there.
+fn check_version(version: Option<&Value>) -> Result<(), FrameError> {
+    match version {
+        Some(Value::String(v)) if v == JSONRPC_VERSION => Ok(()),
+        Some(other) => Err(FrameError::Parse(ParseErrorDetail::BadVersion(other.to_string()))),
+        None => Err(FrameError::Parse(ParseErrorDetail::BadVersion("undefined".into()))),
+    }
+}
+
+/// The `id` of an object as classification sees it.
+enum IdShape {
+    Absent,
+    Null,
+    Usable(Id),
+    Other,
+}
+
+impl IdShape {
+    fn of(value: Option<Value>) -> IdShape {
+        match value {
+            None => IdShape::Absent,
+            Some(Value::Null) => IdShape::Null,
+            Some(Value::Number(n)) => IdShape::Usable(Id::Number(n)),
+            Some(Value::String(s)) => IdShape::Usable(Id::String(s)),
+            Some(_) => IdShape::Other,
+        }
+    }
+}
+
+/// The `method` of an object as classification sees it (`S`: the string, owned or borrowed).
+enum MethodShape<S> {
+    Absent,
+    Str(S),
+    Other,
+}
+
+/// What classification looks at in a JSON-RPC 2.0 object (its version already checked).
+struct Shape<S> {
+    id: IdShape,
+    has_result: bool,
+    has_error: bool,
+    method: MethodShape<S>,
+}
+
+/// The kind of a well-formed message, before its payload is taken.
+enum Class<S> {
+    /// A response with this id (`None` for `null`).
+    Response(Option<Id>),
+    Request(Id, S),
+    Notification(S),
+}
+
+fn invalid_message(id: Option<Id>, detail: &str) -> FrameError {
+    FrameError::Invalid(InvalidMessage { id, detail: detail.to_owned() })
+}
+
+/// The classification rules of protocol.md A.2, written once for every parse path.
+fn classify<S>(shape: Shape<S>) -> Result<Class<S>, FrameError> {
+    let has_id = !matches!(shape.id, IdShape::Absent);
+    // Responses first, as the published SDK checks them first.
+    if has_id && (shape.has_result || shape.has_error) {
+        return match shape.id {
+            IdShape::Usable(id) => Ok(Class::Response(Some(id))),
+            IdShape::Null => Ok(Class::Response(None)),
+            _ => Err(invalid_message(None, "response id must be a number, a string or null")),
+        };
+    }
+    let method = match shape.method {
+        MethodShape::Str(m) => m,
+        MethodShape::Other | MethodShape::Absent => {
+            let usable = match shape.id {
+                IdShape::Usable(id) => Some(id),
+                _ => None,
+            };
+            let detail = match shape.method {
+                MethodShape::Other => "method must be a string",
+                _ => "a request needs a method, a response a result or an error",
+            };
+            return Err(invalid_message(usable, detail));
+        }
+    };
+    match shape.id {
+        IdShape::Absent => Ok(Class::Notification(method)),
+        IdShape::Usable(id) => Ok(Class::Request(id, method)),
+        IdShape::Null => Err(invalid_message(
+            None,
+            "a request id must not be null (omit the id for a notification)",
+        )),
+        IdShape::Other => Err(invalid_message(None, "a request id must be a number or a string")),
+    }
+}
+
+/// The outcome of a classified response from its `result` and `error` values.
+fn response_outcome(
+    id: Option<Id>,
+    result: Option<Value>,
+    error: Option<Value>,
+) -> Result<Response, FrameError> {
+    // An `error` key that is present and not undefined makes it an error response.
+    let outcome = match error {
+        Some(err) => match serde_json::from_value::<ErrorObject>(err) {
+            Ok(e) => Outcome::Error(e),
+            Err(_) => return Err(invalid_message(id, BAD_ERROR_OBJECT)),
+        },
+        None => Outcome::Result(result.unwrap_or(Value::Null)),
+    };
+    Ok(Response { id, outcome })
+}
+
 impl Message {
     /// Classifies a parsed JSON value exactly as protocol.md A.2 describes.
     pub fn from_value(value: Value) -> Result<Message, FrameError> {
@@ -389,55 +503,24 @@ impl Message {
             }
             _ => return Err(FrameError::Parse(ParseErrorDetail::NotAnObject)),
         };
-        match obj.get("jsonrpc") {
-            Some(Value::String(v)) if v == JSONRPC_VERSION => {}
-            Some(other) => {
-                return Err(FrameError::Parse(ParseErrorDetail::BadVersion(other.to_string())))
-            }
-            None => {
-                return Err(FrameError::Parse(ParseErrorDetail::BadVersion("undefined".into())))
-            }
-        }
-        let has_id = obj.contains_key("id");
-        let usable_id = obj.get("id").and_then(Id::from_value);
-        let invalid = |id: Option<Id>, detail: &str| {
-            Err(FrameError::Invalid(InvalidMessage { id, detail: detail.to_owned() }))
+        check_version(obj.get("jsonrpc"))?;
+        let shape = Shape {
+            id: IdShape::of(obj.remove("id")),
+            has_result: obj.contains_key("result"),
+            has_error: obj.contains_key("error"),
+            method: match obj.remove("method") {
+                Some(Value::String(m)) => MethodShape::Str(m),
+                Some(_) => MethodShape::Other,
+                None => MethodShape::Absent,
+            },
         };
-
-        // Responses first, as the published SDK checks them first.
-        if has_id && (obj.contains_key("result") || obj.contains_key("error")) {
-            let id = match obj.get("id") {
-                Some(Value::Null) => None,
-                _ => match usable_id {
-                    Some(id) => Some(id),
-                    None => return invalid(None, "response id must be a number, a string or null"),
-                },
-            };
-            // An `error` key that is present and not undefined makes it an error response.
-            let outcome = match obj.remove("error") {
-                Some(err) => match serde_json::from_value::<ErrorObject>(err) {
-                    Ok(e) => Outcome::Error(e),
-                    Err(_) => {
-                        return invalid(
-                            id,
-                            "error must be an object with a numeric code and a string message",
-                        )
-                    }
-                },
-                None => Outcome::Result(obj.remove("result").unwrap_or(Value::Null)),
-            };
-            return Ok(Message::Response(Response { id, outcome }));
-        }
-
-        let method = match obj.remove("method") {
-            Some(Value::String(m)) => m,
-            Some(_) => return invalid(usable_id, "method must be a string"),
-            None => {
-                return invalid(
-                    usable_id,
-                    "a request needs a method, a response a result or an error",
-                )
+        let (id, method) = match classify(shape)? {
+            Class::Response(id) => {
+                return response_outcome(id, obj.remove("result"), obj.remove("error"))
+                    .map(Message::Response)
             }
+            Class::Request(id, method) => (Some(id), method),
+            Class::Notification(method) => (None, method),
         };
         let params = obj.remove("params");
         let invocation =
@@ -446,23 +529,12 @@ impl Message {
             Some(Value::String(s)) => Some(s),
             _ => None,
         };
-        if !has_id {
-            return Ok(Message::Notification(Notification {
-                method,
-                params,
-                invocation,
-                invocation_id,
-            }));
-        }
-        match usable_id {
-            Some(id) => {
-                Ok(Message::Request(Request { id, method, params, invocation, invocation_id }))
+        Ok(match id {
+            Some(id) => Message::Request(Request { id, method, params, invocation, invocation_id }),
+            None => {
+                Message::Notification(Notification { method, params, invocation, invocation_id })
             }
-            None if obj.get("id") == Some(&Value::Null) => {
-                invalid(None, "a request id must not be null (omit the id for a notification)")
-            }
-            None => invalid(None, "a request id must be a number or a string"),
-        }
+        })
     }
 
     /// Serializes the message as one NDJSON line, `\n` included.
@@ -548,6 +620,356 @@ impl From<Notification> for Message {
 impl From<Response> for Message {
     fn from(r: Response) -> Message {
         Message::Response(r)
+    }
+}
+
+/// A host→worker request read by [`parse_line_raw`]: the envelope is decoded, the params
+/// are left as raw JSON text borrowed from the line.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RawRequest<'a> {
+    /// The id to echo in the response.
+    pub id: Id,
+    /// The method name (borrowed unless it contained escapes).
+    pub method: Cow<'a, str>,
+    /// The params as raw JSON; `None` when the key is absent.
+    pub params: Option<&'a RawValue>,
+    /// The host's invocation context (host→worker).
+    pub invocation: Option<Invocation>,
+    /// The host invocation this call belongs to (worker→host).
+    pub invocation_id: Option<String>,
+}
+
+/// A notification read by [`parse_line_raw`], params left raw.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RawNotification<'a> {
+    /// The method name (borrowed unless it contained escapes).
+    pub method: Cow<'a, str>,
+    /// The params as raw JSON; `None` when the key is absent.
+    pub params: Option<&'a RawValue>,
+    /// The host's invocation context (host→worker).
+    pub invocation: Option<Invocation>,
+    /// The host invocation this notification belongs to (worker→host).
+    pub invocation_id: Option<String>,
+}
+
+/// A message read by [`parse_line_raw`]. Responses (answers to worker→host calls) are
+/// decoded in full.
+#[derive(Debug, Clone)]
+pub enum RawMessage<'a> {
+    /// A request.
+    Request(RawRequest<'a>),
+    /// A notification.
+    Notification(RawNotification<'a>),
+    /// A response.
+    Response(Response),
+}
+
+/// A raw value of a line [`parse_line_raw`] accepted, as a [`Value`]. That line was checked to
+/// parse as a `Value`, so this cannot fail; `null` stands in should it ever.
+pub fn raw_to_value(raw: &RawValue) -> Value {
+    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+}
+
+impl RawRequest<'_> {
+    /// The same request with its params parsed: what [`parse_line`] returns for the line.
+    pub fn into_request(self) -> Request {
+        Request {
+            id: self.id,
+            method: self.method.into_owned(),
+            params: self.params.map(raw_to_value),
+            invocation: self.invocation,
+            invocation_id: self.invocation_id,
+        }
+    }
+}
+
+impl RawNotification<'_> {
+    /// The same notification with its params parsed: what [`parse_line`] returns for the line.
+    pub fn into_notification(self) -> Notification {
+        Notification {
+            method: self.method.into_owned(),
+            params: self.params.map(raw_to_value),
+            invocation: self.invocation,
+            invocation_id: self.invocation_id,
+        }
+    }
+}
+
+impl RawMessage<'_> {
+    /// The same message with its params parsed: exactly what [`parse_line`] returns.
+    pub fn into_message(self) -> Message {
+        match self {
+            RawMessage::Request(r) => Message::Request(r.into_request()),
+            RawMessage::Notification(n) => Message::Notification(n.into_notification()),
+            RawMessage::Response(r) => Message::Response(r),
+        }
+    }
+}
+
+/// The JSON string a raw value holds, borrowed when it has no escapes; `None` when the value
+/// is not a string.
+fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+}
+
+/// Parses one NDJSON line like [`parse_line`], without building a [`Value`] tree of the
+/// message: the same classification (the rules are shared), the same errors, and
+/// `parse_line_raw(l).map(RawMessage::into_message) == parse_line(l)` for every line.
+///
+/// The line is read twice: once to check that it is JSON exactly as [`parse_line`] would accept
+/// it (number range, string escapes, nesting depth; nothing is allocated), then to pick out the
+/// envelope keys, leaving `params` as raw text for the caller to deserialize straight into its
+/// own types. Responses are decoded in full.
+pub fn parse_line_raw(line: &str) -> Result<RawMessage<'_>, FrameError> {
+    let trimmed = trim_line(line);
+    if trimmed.is_empty() {
+        return Err(FrameError::Parse(ParseErrorDetail::Empty));
+    }
+    let invalid_json = || {
+        FrameError::Parse(ParseErrorDetail::InvalidJson(quote_utf16(
+            trimmed,
+            PARSE_ERROR_QUOTE_LEN,
+        )))
+    };
+    serde_json::from_str::<raw::Validate>(trimmed).map_err(|_| invalid_json())?;
+    let fields = match serde_json::from_str::<raw::Top<'_>>(trimmed).map_err(|_| invalid_json())? {
+        raw::Top::Object(fields) => fields,
+        raw::Top::Array => {
+            return Err(FrameError::Parse(ParseErrorDetail::BadVersion("undefined".into())))
+        }
+        raw::Top::Scalar => return Err(FrameError::Parse(ParseErrorDetail::NotAnObject)),
+    };
+    match fields.jsonrpc {
+        Some(v) if v.get() == "\"2.0\"" => {}
+        other => check_version(other.map(raw_to_value).as_ref())?,
+    }
+    let shape = Shape {
+        id: match fields.id {
+            None => IdShape::Absent,
+            Some(raw) => match raw.get().as_bytes().first() {
+                Some(b'"' | b'-' | b'0'..=b'9' | b'n') => IdShape::of(Some(raw_to_value(raw))),
+                _ => IdShape::Other,
+            },
+        },
+        has_result: fields.result.is_some(),
+        has_error: fields.error.is_some(),
+        method: match fields.method {
+            None => MethodShape::Absent,
+            Some(raw) => raw_str(raw).map_or(MethodShape::Other, MethodShape::Str),
+        },
+    };
+    let (id, method) = match classify(shape)? {
+        Class::Response(id) => {
+            let result = fields.result.map(raw_to_value);
+            return response_outcome(id, result, fields.error.map(raw_to_value))
+                .map(RawMessage::Response);
+        }
+        Class::Request(id, method) => (Some(id), method),
+        Class::Notification(method) => (None, method),
+    };
+    let params = fields.params;
+    let invocation = fields.invocation.and_then(parse_invocation);
+    let invocation_id = fields.invocation_id.and_then(raw_str).map(Cow::into_owned);
+    Ok(match id {
+        Some(id) => {
+            RawMessage::Request(RawRequest { id, method, params, invocation, invocation_id })
+        }
+        None => {
+            RawMessage::Notification(RawNotification { method, params, invocation, invocation_id })
+        }
+    })
+}
+
+/// `paperclipInvocation` from raw text, with exactly the outcome of the [`Value`] path: read
+/// directly, and through a `Value` when that fails (a duplicate key is an error to the direct
+/// reader but not to a `Value`).
+fn parse_invocation(raw: &RawValue) -> Option<Invocation> {
+    serde_json::from_str::<Invocation>(raw.get())
+        .ok()
+        .or_else(|| serde_json::from_value::<Invocation>(raw_to_value(raw)).ok())
+}
+
+/// The two passes of [`parse_line_raw`].
+mod raw {
+    use std::fmt;
+
+    use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use serde_json::value::RawValue;
+
+    /// Accepts exactly the JSON a [`serde_json::Value`] accepts (it walks every token the same
+    /// way) and keeps nothing.
+    pub(super) struct Validate;
+
+    impl<'de> Deserialize<'de> for Validate {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(ValidateVisitor)
+        }
+    }
+
+    struct ValidateVisitor;
+
+    impl<'de> Visitor<'de> for ValidateVisitor {
+        type Value = Validate;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Validate, E> {
+            Ok(Validate)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Validate, E> {
+            Ok(Validate)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Validate, E> {
+            Ok(Validate)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Validate, E> {
+            Ok(Validate)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Validate, E> {
+            Ok(Validate)
+        }
+        fn visit_unit<E>(self) -> Result<Validate, E> {
+            Ok(Validate)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Validate, A::Error> {
+            while seq.next_element::<Validate>()?.is_some() {}
+            Ok(Validate)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Validate, A::Error> {
+            while map.next_key::<Validate>()?.is_some() {
+                map.next_value::<Validate>()?;
+            }
+            Ok(Validate)
+        }
+    }
+
+    /// The envelope keys of an object, each the raw text of its last occurrence (as a `Value`
+    /// keeps the last of duplicate keys).
+    #[derive(Default)]
+    pub(super) struct Fields<'a> {
+        pub jsonrpc: Option<&'a RawValue>,
+        pub id: Option<&'a RawValue>,
+        pub method: Option<&'a RawValue>,
+        pub params: Option<&'a RawValue>,
+        pub result: Option<&'a RawValue>,
+        pub error: Option<&'a RawValue>,
+        pub invocation: Option<&'a RawValue>,
+        pub invocation_id: Option<&'a RawValue>,
+    }
+
+    /// What a line holds at the top.
+    pub(super) enum Top<'a> {
+        Object(Fields<'a>),
+        Array,
+        Scalar,
+    }
+
+    impl<'de> Deserialize<'de> for Top<'de> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(TopVisitor)
+        }
+    }
+
+    struct TopVisitor;
+
+    impl<'de> Visitor<'de> for TopVisitor {
+        type Value = Top<'de>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Top<'de>, E> {
+            Ok(Top::Scalar)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Top<'de>, E> {
+            Ok(Top::Scalar)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Top<'de>, E> {
+            Ok(Top::Scalar)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Top<'de>, E> {
+            Ok(Top::Scalar)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Top<'de>, E> {
+            Ok(Top::Scalar)
+        }
+        fn visit_unit<E>(self) -> Result<Top<'de>, E> {
+            Ok(Top::Scalar)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Top<'de>, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Top::Array)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
+            let mut f = Fields::default();
+            while let Some(key) = map.next_key::<Key>()? {
+                let slot = match key {
+                    Key::Jsonrpc => &mut f.jsonrpc,
+                    Key::Id => &mut f.id,
+                    Key::Method => &mut f.method,
+                    Key::Params => &mut f.params,
+                    Key::Result => &mut f.result,
+                    Key::Error => &mut f.error,
+                    Key::Invocation => &mut f.invocation,
+                    Key::InvocationId => &mut f.invocation_id,
+                    Key::Other => {
+                        map.next_value::<IgnoredAny>()?;
+                        continue;
+                    }
+                };
+                *slot = Some(map.next_value::<&'de RawValue>()?);
+            }
+            Ok(Top::Object(f))
+        }
+    }
+
+    enum Key {
+        Jsonrpc,
+        Id,
+        Method,
+        Params,
+        Result,
+        Error,
+        Invocation,
+        InvocationId,
+        Other,
+    }
+
+    impl<'de> Deserialize<'de> for Key {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_identifier(KeyVisitor)
+        }
+    }
+
+    struct KeyVisitor;
+
+    impl Visitor<'_> for KeyVisitor {
+        type Value = Key;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object key")
+        }
+        fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+            Ok(match key {
+                "jsonrpc" => Key::Jsonrpc,
+                "id" => Key::Id,
+                "method" => Key::Method,
+                "params" => Key::Params,
+                "result" => Key::Result,
+                "error" => Key::Error,
+                super::INVOCATION_KEY => Key::Invocation,
+                super::INVOCATION_ID_KEY => Key::InvocationId,
+                _ => Key::Other,
+            })
+        }
     }
 }
 
