@@ -1,5 +1,6 @@
 //! The per-call [`Context`] a hook receives, and the worker's [`CancellationToken`].
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,6 +10,7 @@ use paperclip_sandbox_protocol::methods::{
     self, name, ConfigGetParams, ExecuteLogParams, JsonObject, LogLevel, LogParams, OutputStream,
     RpcMethod, RpcNotification,
 };
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -78,7 +80,7 @@ pub struct Context {
 }
 
 struct Inner {
-    method: String,
+    method: Cow<'static, str>,
     request_id: Option<Id>,
     invocation: Option<Invocation>,
     cancel: CancellationToken,
@@ -98,24 +100,18 @@ impl fmt::Debug for Context {
 }
 
 impl Context {
+    /// `deadline` comes from [`deadline_for`] or [`deadline_for_raw`], taken when the request
+    /// was read.
     pub(crate) fn new(
-        method: &str,
+        method: Cow<'static, str>,
         request_id: Option<Id>,
         invocation: Option<Invocation>,
-        params: Option<&Value>,
+        deadline: Option<Instant>,
         cancel: CancellationToken,
         peer: Arc<Peer>,
     ) -> Self {
-        let deadline = deadline_for(method, params);
         Context {
-            inner: Arc::new(Inner {
-                method: method.to_owned(),
-                request_id,
-                invocation,
-                cancel,
-                deadline,
-                peer,
-            }),
+            inner: Arc::new(Inner { method, request_id, invocation, cancel, deadline, peer }),
         }
     }
 
@@ -227,21 +223,96 @@ impl Context {
 }
 
 /// The deadline of a call: `params.timeoutMs` of `environmentExecute`, nothing otherwise.
-fn deadline_for(method: &str, params: Option<&Value>) -> Option<Instant> {
+pub(crate) fn deadline_for(method: &str, params: Option<&Value>) -> Option<Instant> {
     if method != name::ENVIRONMENT_EXECUTE {
         return None;
     }
-    let ms = params?.get("timeoutMs")?.as_f64()?;
+    deadline_after(params?.get("timeoutMs")?.as_f64()?)
+}
+
+/// [`deadline_for`] from raw params: the same answer, reading only `timeoutMs`.
+pub(crate) fn deadline_for_raw(method: &str, params: Option<&RawValue>) -> Option<Instant> {
+    if method != name::ENVIRONMENT_EXECUTE {
+        return None;
+    }
+    let TimeoutMs(ms) = serde_json::from_str(params?.get()).ok()?;
+    deadline_after(ms?)
+}
+
+fn deadline_after(ms: f64) -> Option<Instant> {
     if !(ms.is_finite() && ms > 0.0) {
         return None;
     }
     Instant::now().checked_add(Duration::from_millis(ms.min(u32::MAX as f64) as u64))
 }
 
+/// `params.timeoutMs` as a number (the last one, as a `Value` keeps the last duplicate key);
+/// `None` when params is not an object or `timeoutMs` is absent or not a number.
+struct TimeoutMs(Option<f64>);
+
+impl<'de> serde::Deserialize<'de> for TimeoutMs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, Visitor};
+
+        /// A value read as `Value::as_f64` reads it.
+        struct Number(Option<f64>);
+        impl<'de> serde::Deserialize<'de> for Number {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                Ok(Number(Value::deserialize(d)?.as_f64()))
+            }
+        }
+
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TimeoutMs;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("params")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TimeoutMs, A::Error> {
+                let mut ms = None;
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if key == "timeoutMs" {
+                        ms = Some(map.next_value::<Number>()?.0);
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(TimeoutMs(ms.flatten()))
+            }
+        }
+        // Anything but an object has no `timeoutMs`: the visitor's type error reads as `None`.
+        d.deserialize_map(V)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn raw_deadline_agrees_with_value_deadline() {
+        for params in [
+            r#"{"timeoutMs": 5000}"#,
+            r#"{"timeoutMs": 0}"#,
+            r#"{"timeoutMs": -1}"#,
+            r#"{"timeoutMs": "5000"}"#,
+            r#"{"timeoutMs": null}"#,
+            r#"{"timeoutMs": 1, "timeoutMs": 2.5, "x": [1, {"timeoutMs": 3}]}"#,
+            r#"{"timeout\u004ds": 5}"#,
+            r#"{"timeoutMs": 1e300}"#,
+            r#"{}"#,
+            r#"[1]"#,
+            r#"7"#,
+        ] {
+            let value: Value = serde_json::from_str(params).unwrap();
+            let raw: Box<RawValue> = serde_json::from_str(params).unwrap();
+            let slow = deadline_for(name::ENVIRONMENT_EXECUTE, Some(&value));
+            let fast = deadline_for_raw(name::ENVIRONMENT_EXECUTE, Some(&raw));
+            assert_eq!(slow.is_some(), fast.is_some(), "{params}");
+        }
+        assert!(deadline_for_raw(name::ENVIRONMENT_PROBE, None).is_none());
+    }
 
     #[test]
     fn deadline_only_for_execute_with_timeout() {

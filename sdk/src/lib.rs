@@ -44,7 +44,14 @@
 //!   [`SandboxProvider`] is a typed adapter on top.
 //! * **stdout is the protocol.** [`Worker::serve_stdio`] moves frames to a private duplicate
 //!   of fd 1 and points fd 1 at stderr, so a stray `println!` cannot corrupt the stream. The
-//!   SDK logs through `tracing` to stderr ([`init_tracing`]).
+//!   SDK logs through `tracing` to stderr ([`init_tracing`]). Likewise it reads frames from a
+//!   private duplicate of fd 0 and points fd 0 at `/dev/null`, so spawned commands never
+//!   inherit the host's input; pipes and sockets are then served through epoll, not the
+//!   blocking pool ([`runtime::stdio`]).
+//! * **One thread by default.** [`run`] and [`Worker::run_stdio`] serve on a current-thread
+//!   runtime ([`Worker::worker_threads`] for more): the reader, the writer and the hooks
+//!   then hand off to each other without cross-thread wake-ups. Hooks must not block the
+//!   thread (use `tokio::task::spawn_blocking` for blocking work, as in any async code).
 //! * **Errors carry no free-form data** ([`ProviderError`]).
 //! * **Ending.** `shutdown` is answered, flushed, in-flight contexts are cancelled and the
 //!   process exits 0; stdin EOF drains in-flight requests, flushes and exits 0; on Linux the
@@ -88,6 +95,7 @@ pub mod prelude {
 pub struct Worker {
     handler: Arc<dyn Handler>,
     config: RuntimeConfig,
+    worker_threads: usize,
 }
 
 impl Worker {
@@ -98,7 +106,7 @@ impl Worker {
 
     /// A worker over a low-level handler.
     pub fn from_handler(handler: impl Handler) -> Self {
-        Worker { handler: Arc::new(handler), config: RuntimeConfig::default() }
+        Worker { handler: Arc::new(handler), config: RuntimeConfig::default(), worker_threads: 1 }
     }
 
     /// How many hooks may run at once (default 64; at least 1). Requests past the bound wait
@@ -120,6 +128,14 @@ impl Worker {
         self
     }
 
+    /// The threads of the runtime [`run_stdio`](Self::run_stdio) builds (default 1: a
+    /// current-thread runtime; more gives a multi-threaded one). The blocking pool is there
+    /// either way.
+    pub fn worker_threads(mut self, n: usize) -> Self {
+        self.worker_threads = n.max(1);
+        self
+    }
+
     /// Serves over any byte streams until `shutdown` or EOF (no process-level effects).
     pub async fn serve<R, W>(self, reader: R, writer: W) -> io::Result<ServeEnd>
     where
@@ -135,19 +151,37 @@ impl Worker {
     /// with the parent. Returns only when setting up or reading stdin fails.
     pub async fn serve_stdio(self) -> io::Result<Infallible> {
         let out = runtime::stdout_guard::take_protocol_stdout()?;
+        let input = runtime::stdio::take_protocol_stdin()?;
         runtime::stdout_guard::exit_with_parent();
-        let end = self.serve(tokio::io::stdin(), tokio::fs::File::from_std(out)).await?;
+        let reader = runtime::stdio::ProtocolReader::new(input)?;
+        let writer = runtime::stdio::ProtocolWriter::new(out)?;
+        let end = self.serve(reader, writer).await?;
         tracing::debug!(?end, "worker done; exiting");
-        // Exit now: the blocking stdin reader thread would otherwise hold the runtime open.
+        // Exit now: a blocking stdin reader thread (non-pipe input) would otherwise hold the
+        // runtime open.
         std::process::exit(0)
+    }
+
+    /// Builds the runtime ([`worker_threads`](Self::worker_threads)) and
+    /// [`serve_stdio`](Self::serve_stdio)s on it. Returns only on a setup or read error.
+    pub fn run_stdio(self) -> io::Result<Infallible> {
+        let rt = if self.worker_threads <= 1 {
+            tokio::runtime::Builder::new_current_thread().enable_all().build()?
+        } else {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(self.worker_threads)
+                .enable_all()
+                .build()?
+        };
+        rt.block_on(self.serve_stdio())
     }
 }
 
-/// Runs `provider` as a stdio worker on a fresh multi-threaded tokio runtime; exits the
-/// process with code 0 on `shutdown` or stdin EOF. Returns only on a setup or read error.
+/// Runs `provider` as a stdio worker on a fresh current-thread tokio runtime
+/// ([`Worker::run_stdio`]); exits the process with code 0 on `shutdown` or stdin EOF. Returns
+/// only on a setup or read error.
 pub fn run<P: SandboxProvider>(provider: P) -> io::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(Worker::new(provider).serve_stdio()).map(|never| match never {})
+    Worker::new(provider).run_stdio().map(|never| match never {})
 }
 
 /// Installs a `tracing` subscriber that writes to stderr, filtered by `RUST_LOG` (default

@@ -15,7 +15,7 @@
 use std::future::Future;
 
 use async_trait::async_trait;
-use paperclip_sandbox_protocol::jsonrpc::ErrorObject;
+use paperclip_sandbox_protocol::jsonrpc::{raw_to_value, ErrorObject};
 use paperclip_sandbox_protocol::methods::{self, name, RpcMethod};
 use paperclip_sandbox_protocol::methods::{
     AcquireLeaseParams, AcquireLeaseResult, CancelInteractiveSetupParams,
@@ -28,6 +28,7 @@ use paperclip_sandbox_protocol::methods::{
     StartInteractiveSetupParams, StartInteractiveSetupResult, StopLeaseParams, StopLeaseResult,
     SyncInParams, SyncOutParams, SyncResult, ValidateConfigParams, ValidateConfigResult,
 };
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::context::Context;
@@ -135,6 +136,21 @@ macro_rules! hooks {
             )*
             None
         }
+
+        /// [`call_environment_hook`] from raw params, answering serialized JSON.
+        async fn call_environment_hook_raw<P: SandboxProvider + ?Sized>(
+            provider: &P,
+            method: &str,
+            params: Option<&RawValue>,
+            cx: Context,
+        ) -> Option<Result<Box<RawValue>, ErrorObject>> {
+            $(
+                if method == <methods::$marker as RpcMethod>::NAME {
+                    return Some(typed_raw::<methods::$marker, _, _>(params, |p| provider.$hook(p, cx)).await);
+                }
+            )*
+            None
+        }
     };
 }
 
@@ -193,6 +209,37 @@ where
     })
 }
 
+/// [`typed`] from raw params, with the same answers: the params type is deserialized straight
+/// from the raw text and the result serialized once, straight to JSON text.
+async fn typed_raw<M, F, Fut>(
+    params: Option<&RawValue>,
+    hook: F,
+) -> Result<Box<RawValue>, ErrorObject>
+where
+    M: RpcMethod,
+    F: FnOnce(M::Params) -> Fut,
+    Fut: Future<Output = HookResult<M::Result>>,
+{
+    let method = M::NAME;
+    let text = params.map_or("{}", RawValue::get);
+    let params: M::Params = match serde_json::from_str(text) {
+        Ok(p) => p,
+        // Read it again as `typed` does, for its exact answer: the same error message (this
+        // reader's would add a position), or success where only this reader fails (a
+        // duplicate key).
+        Err(_) => {
+            let value = params.map_or_else(|| json!({}), raw_to_value);
+            serde_json::from_value(value).map_err(ErrorObject::invalid_params)?
+        }
+    };
+    let result = hook(params).await.map_err(|e| e.to_error_object(method))?;
+    serde_json::value::to_raw_value(&result).map_err(|e| {
+        tracing::error!(method, error = %e, "hook result does not serialize");
+        ProviderError::internal(format!("{method} returned a result that does not serialize"))
+            .to_error_object(method)
+    })
+}
+
 /// Adapts a [`SandboxProvider`] to the runtime's [`Handler`].
 pub(crate) struct ProviderHandler<P>(pub P);
 
@@ -225,6 +272,27 @@ impl<P: SandboxProvider> Handler for ProviderHandler<P> {
                 Some(answer) => answer,
                 None => Err(ErrorObject::method_not_implemented(method)),
             },
+        }
+    }
+
+    async fn call_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        cx: Context,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        if matches!(method, name::INITIALIZE | name::CONFIG_CHANGED | name::HEALTH | name::SHUTDOWN)
+        {
+            // The runtime-owned methods (the runtime sends them to `call`): the Value path.
+            let result = self.call(method, params.map(raw_to_value), cx).await?;
+            return serde_json::value::to_raw_value(&result).map_err(|e| {
+                ProviderError::internal(format!("{method} result does not serialize: {e}"))
+                    .to_error_object(method)
+            });
+        }
+        match call_environment_hook_raw(&self.0, method, params, cx).await {
+            Some(answer) => answer,
+            None => Err(ErrorObject::method_not_implemented(method)),
         }
     }
 

@@ -59,10 +59,7 @@ fn main() -> ExitCode {
     if let Some(limit) = std::env::var(FRAME_LIMIT_ENV).ok().and_then(|v| v.parse::<usize>().ok()) {
         worker = worker.frame_limit(limit);
     }
-    let served = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .and_then(|rt| rt.block_on(worker.serve_stdio()));
+    let served = worker.run_stdio();
     match served {
         Ok(never) => match never {},
         Err(e) => {

@@ -5,18 +5,30 @@
 //!   the rest of it is discarded as it arrives (never buffered) up to the next `\n`; the reader
 //!   then goes on with the next line. A trailing `\r` is dropped, blank lines are skipped, and
 //!   a final line without `\n` before EOF is still returned (Node readline does the same).
-//! * [`spawn_writer`] runs the one task that owns the output: it writes every queued frame, then
-//!   flushes once, so pipelined answers cost one flush per batch rather than one per frame.
+//!   [`LineReader::next_frame_ref`] lends the line instead of allocating it: straight out of
+//!   the read buffer when the whole line is there, which is the usual case.
+//! * [`spawn_writer`] runs the one task that owns the output. Senders ([`FrameSink`]) serialize
+//!   each frame straight into one shared output buffer (no per-frame string, no channel); the
+//!   writer swaps that buffer out, writes the whole batch, then flushes once, so pipelined
+//!   answers cost one write and one flush per batch rather than one per frame. A frame is
+//!   appended whole or not at all (a failed or panicking serialization is rolled back).
 
+use std::borrow::Cow;
 use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use paperclip_sandbox_protocol::jsonrpc::{trim_line, ErrorObject, Message, Response};
+use paperclip_sandbox_protocol::jsonrpc::{trim_line, ErrorObject, Id, Message, Response};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{oneshot, Notify};
 use tokio::task::JoinHandle;
 
 /// The default inbound frame cap: 64 MiB (decisions.md D10).
 pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
+
+/// Buffers above this capacity are given back after use rather than kept for the next frame.
+const KEEP_CAPACITY: usize = 1024 * 1024;
 
 /// One inbound frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,10 +53,53 @@ impl Frame {
     }
 }
 
+/// One inbound frame, lent by the reader until its next read ([`LineReader::next_frame_ref`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrameRef<'a> {
+    /// A non-blank line as in [`Frame::Line`]; borrowed unless it had to be repaired (invalid
+    /// UTF-8).
+    Line(Cow<'a, str>),
+    /// A line longer than the cap; the reader has started discarding it.
+    Oversize {
+        /// The cap in force, in bytes.
+        limit: usize,
+    },
+}
+
+impl FrameRef<'_> {
+    /// The owned frame.
+    pub fn into_owned(self) -> Frame {
+        match self {
+            FrameRef::Line(line) => Frame::Line(line.into_owned()),
+            FrameRef::Oversize { limit } => Frame::Oversize { limit },
+        }
+    }
+}
+
+/// Where the line just read lives.
+#[derive(Debug, Clone, Copy)]
+enum Located {
+    Eof,
+    Oversize,
+    /// The first `n` bytes of the read buffer.
+    InBuffer(usize),
+    /// The pending-line buffer.
+    Assembled,
+}
+
+/// What to undo before the next read: the lent line is released only then.
+#[derive(Debug, Clone, Copy)]
+enum Release {
+    Nothing,
+    Consume(usize),
+    ClearLine,
+}
+
 /// A cancellation-safe NDJSON line reader with a frame cap.
 ///
 /// All progress lives in the reader itself (bytes are moved out of the underlying buffer only
-/// after they are copied into the pending line), so dropping a [`next_frame`](Self::next_frame)
+/// after they are copied into the pending line, or released when the next read starts), so
+/// dropping a [`next_frame`](Self::next_frame) or [`next_frame_ref`](Self::next_frame_ref)
 /// future at any `.await` loses nothing.
 #[derive(Debug)]
 pub struct LineReader<R> {
@@ -53,6 +108,7 @@ pub struct LineReader<R> {
     limit: usize,
     discarding: bool,
     eof: bool,
+    release: Release,
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
@@ -64,23 +120,68 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             limit,
             discarding: false,
             eof: false,
+            release: Release::Nothing,
         }
     }
 
     /// The next frame, or `None` at EOF. Blank lines are skipped.
     pub async fn next_frame(&mut self) -> io::Result<Option<Frame>> {
-        loop {
-            match self.next_raw().await? {
-                None => return Ok(None),
-                Some(Frame::Line(line)) if trim_line(&line).is_empty() => continue,
-                Some(frame) => return Ok(Some(frame)),
+        Ok(self.next_frame_ref().await?.map(FrameRef::into_owned))
+    }
+
+    /// The next frame, lent until the next call, or `None` at EOF. Blank lines are skipped.
+    pub async fn next_frame_ref(&mut self) -> io::Result<Option<FrameRef<'_>>> {
+        let located = loop {
+            let located = self.locate_next().await?;
+            let blank = match self.bytes(located) {
+                // Invalid UTF-8 becomes U+FFFD, which is not blank.
+                Some(bytes) => std::str::from_utf8(bytes).is_ok_and(|s| trim_line(s).is_empty()),
+                None => false,
+            };
+            if !blank {
+                break located;
+            }
+        };
+        Ok(match located {
+            Located::Eof => None,
+            Located::Oversize => Some(FrameRef::Oversize { limit: self.limit }),
+            Located::InBuffer(_) | Located::Assembled => {
+                let bytes = self.bytes(located).unwrap_or_default();
+                Some(FrameRef::Line(match std::str::from_utf8(bytes) {
+                    Ok(s) => Cow::Borrowed(s),
+                    Err(_) => String::from_utf8_lossy(bytes),
+                }))
+            }
+        })
+    }
+
+    /// The bytes of a located line.
+    fn bytes(&self, located: Located) -> Option<&[u8]> {
+        match located {
+            Located::InBuffer(n) => Some(&self.inner.buffer()[..n]),
+            Located::Assembled => Some(&self.line),
+            Located::Eof | Located::Oversize => None,
+        }
+    }
+
+    fn release(&mut self) {
+        match std::mem::replace(&mut self.release, Release::Nothing) {
+            Release::Nothing => {}
+            Release::Consume(n) => self.inner.consume(n),
+            Release::ClearLine => {
+                if self.line.capacity() > KEEP_CAPACITY {
+                    self.line = Vec::new();
+                } else {
+                    self.line.clear();
+                }
             }
         }
     }
 
-    async fn next_raw(&mut self) -> io::Result<Option<Frame>> {
+    async fn locate_next(&mut self) -> io::Result<Located> {
+        self.release();
         if self.eof {
-            return Ok(None);
+            return Ok(Located::Eof);
         }
         loop {
             let available = self.inner.fill_buf().await?;
@@ -89,13 +190,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 if self.discarding || self.line.is_empty() {
                     self.discarding = false;
                     self.line.clear();
-                    return Ok(None);
+                    return Ok(Located::Eof);
                 }
-                return Ok(Some(self.take_line()));
+                return Ok(self.finish_assembled());
             }
             let newline = available.iter().position(|&b| b == b'\n');
             let take = newline.map_or(available.len(), |i| i + 1);
-            let chunk = &available[..newline.unwrap_or(available.len())];
+            let chunk_len = newline.unwrap_or(available.len());
             if self.discarding {
                 self.inner.consume(take);
                 if newline.is_some() {
@@ -104,70 +205,203 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 continue;
             }
             // One byte of slack for a trailing `\r` that is not counted.
-            if self.line.len() + chunk.len() > self.limit.saturating_add(1) {
+            if self.line.len() + chunk_len > self.limit.saturating_add(1) {
                 self.inner.consume(take);
                 self.line = Vec::new();
                 self.discarding = newline.is_none();
-                return Ok(Some(Frame::Oversize { limit: self.limit }));
+                return Ok(Located::Oversize);
             }
-            self.line.extend_from_slice(chunk);
+            if self.line.is_empty() && newline.is_some() {
+                // The whole line is in the read buffer: lend it from there.
+                let mut n = chunk_len;
+                if n > 0 && available[n - 1] == b'\r' {
+                    n -= 1;
+                }
+                if n > self.limit {
+                    self.inner.consume(take);
+                    return Ok(Located::Oversize);
+                }
+                self.release = Release::Consume(take);
+                return Ok(Located::InBuffer(n));
+            }
+            self.line.extend_from_slice(&available[..chunk_len]);
             self.inner.consume(take);
             if newline.is_some() {
-                return Ok(Some(self.take_line()));
+                return Ok(self.finish_assembled());
             }
         }
     }
 
-    fn take_line(&mut self) -> Frame {
+    fn finish_assembled(&mut self) -> Located {
         if self.line.last() == Some(&b'\r') {
             self.line.pop();
         }
         if self.line.len() > self.limit {
             self.line.clear();
-            return Frame::Oversize { limit: self.limit };
+            return Located::Oversize;
         }
-        let bytes = std::mem::take(&mut self.line);
-        let line = match String::from_utf8(bytes) {
-            Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        };
-        Frame::Line(line)
+        self.release = Release::ClearLine;
+        Located::Assembled
     }
 }
 
-/// An item for the writer task.
-#[derive(Debug)]
-pub enum Outgoing {
-    /// A serialized frame, `\n` included.
-    Frame(String),
-    /// Flush everything queued before this marker, then signal the sender.
-    Flush(oneshot::Sender<()>),
+/// The output buffer shared by every [`FrameSink`] and the writer task.
+#[derive(Debug, Default)]
+struct Outbox {
+    state: Mutex<OutboxState>,
+    /// Wakes the writer: data after an empty buffer, a flush request, or the last sink gone.
+    wake: Notify,
+}
+
+#[derive(Debug, Default)]
+struct OutboxState {
+    /// Whole frames, `\n` included, not yet taken by the writer.
+    buf: Vec<u8>,
+    /// Flush requests: answered once everything queued before them is written and flushed.
+    waiters: Vec<oneshot::Sender<()>>,
+    /// Live [`FrameSink`]s; the writer ends when none is left.
+    senders: usize,
+    /// The writer has stopped (output failed): frames are refused.
+    closed: bool,
+}
+
+impl Outbox {
+    fn lock(&self) -> MutexGuard<'_, OutboxState> {
+        // A panic while a frame was being appended is rolled back by `FrameSink::append`, so a
+        // poisoned state is still consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// The sending side of the writer task; cheap to clone.
-#[derive(Debug, Clone)]
+///
+/// Every method appends one whole frame to the shared output buffer (serializing straight into
+/// it, under a short lock) and wakes the writer if it may be idle.
+#[derive(Debug)]
 pub struct FrameSink {
-    tx: mpsc::UnboundedSender<Outgoing>,
+    outbox: Arc<Outbox>,
+}
+
+impl Clone for FrameSink {
+    fn clone(&self) -> Self {
+        self.outbox.lock().senders += 1;
+        FrameSink { outbox: self.outbox.clone() }
+    }
+}
+
+impl Drop for FrameSink {
+    fn drop(&mut self) {
+        let last = {
+            let mut state = self.outbox.lock();
+            state.senders -= 1;
+            state.senders == 0
+        };
+        if last {
+            self.outbox.wake.notify_one();
+        }
+    }
+}
+
+/// Truncates a half-written frame away unless the frame was completed.
+struct Rollback<'a> {
+    buf: &'a mut Vec<u8>,
+    start: usize,
+}
+
+impl Drop for Rollback<'_> {
+    fn drop(&mut self) {
+        self.buf.truncate(self.start);
+    }
 }
 
 impl FrameSink {
+    /// Appends one frame written by `write` (without its `\n`). Returns `false` when the writer
+    /// has stopped or `write` failed (nothing is appended then).
+    fn append<E: std::fmt::Display>(
+        &self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> bool {
+        let wake = {
+            let mut state = self.outbox.lock();
+            if state.closed {
+                return false;
+            }
+            let start = state.buf.len();
+            let mut frame = Rollback { buf: &mut state.buf, start };
+            if let Err(e) = write(&mut *frame.buf) {
+                tracing::error!(error = %e, "outbound frame does not serialize; dropped");
+                return false;
+            }
+            frame.buf.push(b'\n');
+            // Complete: keep it.
+            frame.start = frame.buf.len();
+            start == 0
+        };
+        if wake {
+            self.outbox.wake.notify_one();
+        }
+        true
+    }
+
     /// Queues one message. Returns `false` when the writer has stopped (output closed).
     pub fn send(&self, message: impl Into<Message>) -> bool {
-        self.send_line(message.into().to_line())
+        let message = message.into();
+        self.append(|buf| serde_json::to_writer(buf, &message))
     }
 
     /// Queues one already serialized line (`\n` included).
     pub fn send_line(&self, line: String) -> bool {
-        self.tx.send(Outgoing::Frame(line)).is_ok()
+        let body = line.strip_suffix('\n').unwrap_or(&line);
+        self.append(|buf| {
+            buf.extend_from_slice(body.as_bytes());
+            Ok::<(), io::Error>(())
+        })
+    }
+
+    /// Queues the success response `{"jsonrpc":"2.0","id":<id>,"result":<result>}` with an
+    /// already serialized result: exactly the line [`Response::success`] gives for it.
+    pub fn send_result(&self, id: &Id, result: &RawValue) -> bool {
+        self.send_result_json(id, result.get())
+    }
+
+    /// [`send_result`](Self::send_result) with result text the runtime knows is JSON.
+    pub(crate) fn send_result_json(&self, id: &Id, result: &str) -> bool {
+        self.append(|buf| {
+            buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+            id.serialize(&mut serde_json::Serializer::new(&mut *buf))?;
+            buf.extend_from_slice(b",\"result\":");
+            buf.extend_from_slice(result.as_bytes());
+            buf.push(b'}');
+            Ok::<(), serde_json::Error>(())
+        })
+    }
+
+    /// Queues the error response `{"jsonrpc":"2.0","id":<id or null>,"error":<error>}`:
+    /// exactly the line [`Response::error`] gives for it.
+    pub fn send_error(&self, id: Option<&Id>, error: &ErrorObject) -> bool {
+        self.append(|buf| {
+            buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+            id.serialize(&mut serde_json::Serializer::new(&mut *buf))?;
+            buf.extend_from_slice(b",\"error\":");
+            error.serialize(&mut serde_json::Serializer::new(&mut *buf))?;
+            buf.push(b'}');
+            Ok::<(), serde_json::Error>(())
+        })
     }
 
     /// Waits until everything queued so far has been written and flushed (or the writer has
     /// stopped).
     pub async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
-        if self.tx.send(Outgoing::Flush(tx)).is_ok() {
-            let _ = rx.await;
+        {
+            let mut state = self.outbox.lock();
+            if state.closed {
+                return;
+            }
+            state.waiters.push(tx);
         }
+        self.outbox.wake.notify_one();
+        let _ = rx.await;
     }
 }
 
@@ -177,42 +411,59 @@ pub fn spawn_writer<W>(writer: W) -> (FrameSink, JoinHandle<io::Result<()>>)
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let task = tokio::spawn(write_loop(writer, rx));
-    (FrameSink { tx }, task)
+    let outbox = Arc::new(Outbox::default());
+    outbox.lock().senders = 1;
+    let sink = FrameSink { outbox: outbox.clone() };
+    let task = tokio::spawn(write_loop(writer, outbox));
+    (sink, task)
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(
-    writer: W,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-) -> io::Result<()> {
-    let mut out = tokio::io::BufWriter::with_capacity(256 * 1024, writer);
-    let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
-    while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        // Write the whole batch that is queued right now, then flush once.
-        while let Some(item) = next {
-            match item {
-                Outgoing::Frame(line) => {
-                    if let Err(e) = out.write_all(line.as_bytes()).await {
-                        tracing::error!(error = %e, "protocol output failed; dropping frames");
-                        return Err(e);
-                    }
-                }
-                Outgoing::Flush(done) => waiters.push(done),
+async fn write_loop<W: AsyncWrite + Unpin>(mut out: W, outbox: Arc<Outbox>) -> io::Result<()> {
+    let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
+    loop {
+        // Take the whole batch queued right now (and the flush requests behind it).
+        let (waiters, last) = {
+            let mut state = outbox.lock();
+            std::mem::swap(&mut state.buf, &mut batch);
+            (std::mem::take(&mut state.waiters), state.senders == 0)
+        };
+        let wrote = !batch.is_empty();
+        let result = async {
+            if wrote {
+                out.write_all(&batch).await?;
             }
-            next = rx.try_recv().ok();
+            if wrote || !waiters.is_empty() {
+                out.flush().await?;
+            }
+            Ok::<(), io::Error>(())
         }
-        if let Err(e) = out.flush().await {
-            tracing::error!(error = %e, "protocol output flush failed");
+        .await;
+        if let Err(e) = result {
+            tracing::error!(error = %e, "protocol output failed; dropping frames");
+            let mut state = outbox.lock();
+            state.closed = true;
+            state.buf = Vec::new();
+            state.waiters.clear();
             return Err(e);
         }
-        for done in waiters.drain(..) {
+        for done in waiters {
             let _ = done.send(());
+        }
+        if batch.capacity() > KEEP_CAPACITY {
+            batch = Vec::with_capacity(64 * 1024);
+        } else {
+            batch.clear();
+        }
+        if last {
+            // No sink is left, so nothing can be queued after the batch just written.
+            break;
+        }
+        if !wrote {
+            outbox.wake.notified().await;
         }
     }
     out.flush().await?;
-    out.into_inner().shutdown().await.or(Ok(()))
+    out.shutdown().await.or(Ok(()))
 }
 
 #[cfg(test)]

@@ -1,6 +1,15 @@
 //! Dispatch: messages → the [`Handler`], responses → the writer.
 //!
-//! * Each request runs in its own task. Hooks share a bounded number of permits
+//! * Requests are parsed once, without a `Value` tree ([`parse_line_raw`]): the params stay
+//!   raw JSON text until the hook's own params type is deserialized from it
+//!   ([`Handler::call_raw`]), and the hook's result is serialized once, straight into the
+//!   response frame.
+//! * **Answers that call no handler are given by the reader itself**, in line, with no task,
+//!   permit or [`Context`]: `health` and `configChanged` when the handler does not list them
+//!   (`{"status":"ok"}` and `null`), `-32601` for an unknown method, `-32004` for a known one
+//!   the handler does not list, and the `-32700`/`-32600` answers to unusable lines. They cost
+//!   about as much as parsing the line, so they cannot hold the reader up.
+//! * Every other request runs in its own task. Hooks share a bounded number of permits
 //!   ([`DEFAULT_MAX_CONCURRENCY`] by default); a request past the bound waits for a permit in
 //!   its own task, never in the reader. The runtime's own methods (`initialize`, `health`,
 //!   `shutdown`) take no permit, so a saturated worker still answers them.
@@ -22,17 +31,24 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
+use std::borrow::Cow;
+
 use async_trait::async_trait;
 use paperclip_sandbox_protocol::error_code::ErrorCode;
-use paperclip_sandbox_protocol::jsonrpc::{ErrorObject, Notification, Request, Response};
+#[cfg(doc)]
+use paperclip_sandbox_protocol::jsonrpc::parse_line_raw;
+use paperclip_sandbox_protocol::jsonrpc::{
+    raw_to_value, ErrorObject, Notification, RawRequest, Request, Response,
+};
 use paperclip_sandbox_protocol::methods::{self, name};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::codec::FrameSink;
 use super::lifecycle;
 use super::peer::Peer;
-use crate::context::{CancellationSource, Context};
+use crate::context::{deadline_for, deadline_for_raw, CancellationSource, Context};
 
 /// The default bound on hooks running at once.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 64;
@@ -57,6 +73,30 @@ pub trait Handler: Send + Sync + 'static {
         params: Option<Value>,
         cx: Context,
     ) -> Result<Value, ErrorObject>;
+
+    /// Serves one listed environment hook from its raw params, answering its result as
+    /// serialized JSON. The runtime calls this for every hook but the runtime-owned methods
+    /// (`initialize`, `health`, `shutdown`, `configChanged`, which go through
+    /// [`call`](Self::call)).
+    ///
+    /// The default parses the params into a [`Value`] and serializes what
+    /// [`call`](Self::call) answers; [`SandboxProvider`](crate::SandboxProvider)'s adapter
+    /// overrides it to deserialize the hook's params type straight from the raw text and to
+    /// serialize its result type once. Either way the answer must be what `call` would answer.
+    async fn call_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        cx: Context,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let result = self.call(method, params.map(raw_to_value), cx).await?;
+        serde_json::value::to_raw_value(&result).map_err(|e| {
+            ErrorObject::new(
+                ErrorCode::InternalError,
+                format!("Internal error: the {method} result does not serialize: {e}"),
+            )
+        })
+    }
 
     /// Handles one host→worker notification (`onEvent`, or any other: unknown ones should be
     /// ignored). Notifications are delivered one at a time, in arrival order.
@@ -89,7 +129,18 @@ impl Shared {
             (None, Some(n)) => (None, n.invocation.clone(), n.params.as_ref()),
             (None, None) => (None, None, None),
         };
-        Context::new(method, request_id, invocation, params, self.cancel.token(), self.peer.clone())
+        let method_name = match methods::lookup(method) {
+            Some(info) => Cow::Borrowed(info.name),
+            None => Cow::Owned(method.to_owned()),
+        };
+        Context::new(
+            method_name,
+            request_id,
+            invocation,
+            deadline_for(method, params),
+            self.cancel.token(),
+            self.peer.clone(),
+        )
     }
 
     /// Calls a listed hook, turning a panic into `-32603`.
@@ -104,13 +155,86 @@ impl Shared {
             Err(payload) => {
                 drop(payload);
                 tracing::error!(method, "hook panicked; answering -32603");
-                Err(ErrorObject::new(
-                    ErrorCode::InternalError,
-                    format!("Internal error: the {method} handler panicked"),
-                ))
+                Err(panicked(method))
             }
         }
     }
+}
+
+/// `{"status":"ok"}`, the runtime's `health` answer.
+const HEALTH_OK: &str = r#"{"status":"ok"}"#;
+
+/// Serves one request read by the reader: answers it in line when no handler is involved (see
+/// the module docs), otherwise starts its task. `guard` is cloned into the task and held until
+/// its response is queued.
+pub(crate) fn dispatch_request<G: Clone + Send + 'static>(
+    shared: &Arc<Shared>,
+    request: RawRequest<'_>,
+    guard: &G,
+) {
+    let sink = &shared.sink;
+    match &*request.method {
+        name::HEALTH if !shared.implements(name::HEALTH) => {
+            sink.send_result_json(&request.id, HEALTH_OK);
+        }
+        name::CONFIG_CHANGED if !shared.implements(name::CONFIG_CHANGED) => {
+            sink.send_result_json(&request.id, "null");
+        }
+        name::INITIALIZE | name::HEALTH | name::SHUTDOWN | name::CONFIG_CHANGED => {
+            spawn_request(shared.clone(), request.into_request(), guard.clone());
+        }
+        m => match methods::lookup(m) {
+            None => {
+                sink.send_error(Some(&request.id), &ErrorObject::method_not_found(m));
+            }
+            Some(info) if !shared.implements(info.name) => {
+                sink.send_error(Some(&request.id), &ErrorObject::method_not_implemented(m));
+            }
+            Some(info) => spawn_hook(shared.clone(), info.name, request, guard.clone()),
+        },
+    }
+}
+
+/// Starts the task running one listed environment hook from its raw params.
+fn spawn_hook<G: Send + 'static>(
+    shared: Arc<Shared>,
+    method: &'static str,
+    request: RawRequest<'_>,
+    guard: G,
+) {
+    let params: Option<Box<RawValue>> = request.params.map(ToOwned::to_owned);
+    let deadline = deadline_for_raw(method, params.as_deref());
+    let (id, invocation) = (request.id, request.invocation);
+    tokio::spawn(async move {
+        // Hooks wait for a permit here, in their own task, never in the reader.
+        let _permit = shared.permits.acquire().await.ok();
+        let cx = Context::new(
+            Cow::Borrowed(method),
+            Some(id.clone()),
+            invocation,
+            deadline,
+            shared.cancel.token(),
+            shared.peer.clone(),
+        );
+        let call = shared.handler.call_raw(method, params.as_deref(), cx);
+        match CatchUnwind(call).await {
+            Ok(Ok(result)) => shared.sink.send_result(&id, &result),
+            Ok(Err(error)) => shared.sink.send_error(Some(&id), &error),
+            Err(payload) => {
+                drop(payload);
+                tracing::error!(method, "hook panicked; answering -32603");
+                shared.sink.send_error(Some(&id), &panicked(method))
+            }
+        };
+        drop(guard);
+    });
+}
+
+fn panicked(method: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::InternalError,
+        format!("Internal error: the {method} handler panicked"),
+    )
 }
 
 /// Starts the task serving one request; `guard` is held until its response is queued.
@@ -119,8 +243,7 @@ pub(crate) fn spawn_request<G: Send + 'static>(shared: Arc<Shared>, request: Req
         let method = request.method.as_str();
         let runtime_owned = matches!(method, name::INITIALIZE | name::HEALTH | name::SHUTDOWN);
         // Hooks wait for a permit here, in their own task, never in the reader.
-        let _permit =
-            if runtime_owned { None } else { shared.permits.clone().acquire_owned().await.ok() };
+        let _permit = if runtime_owned { None } else { shared.permits.acquire().await.ok() };
         let cx = shared.context(method, Some(&request), None);
         let id = request.id.clone();
         let answer = match method {

@@ -20,15 +20,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paperclip_sandbox_protocol::error_code::ErrorCode;
-use paperclip_sandbox_protocol::jsonrpc::{ErrorObject, Id, Message, Response};
+use paperclip_sandbox_protocol::jsonrpc::{parse_line_raw, ErrorObject, Id, RawMessage, Response};
 use paperclip_sandbox_protocol::methods::{self, name};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch, Semaphore};
 
-use super::codec::{spawn_writer, Frame, LineReader, DEFAULT_FRAME_LIMIT};
+use super::codec::{spawn_writer, Frame, FrameRef, LineReader, DEFAULT_FRAME_LIMIT};
 use super::dispatch::DEFAULT_MAX_CONCURRENCY;
-use super::dispatch::{spawn_notification_task, spawn_request, Handler, Shared};
+use super::dispatch::{dispatch_request, spawn_notification_task, Handler, Shared};
 use super::peer::{Peer, DEFAULT_HOST_CALL_TIMEOUT};
 use crate::context::{CancellationSource, Context};
 
@@ -165,11 +165,11 @@ where
         let frame = tokio::select! {
             biased;
             _ = stopped.wait_for(|s| *s) => break Ok(ServeEnd::Shutdown),
-            frame = lines.next_frame() => frame,
+            frame = lines.next_frame_ref() => frame,
         };
         let line = match frame {
-            Ok(Some(Frame::Line(line))) => line,
-            Ok(Some(Frame::Oversize { limit })) => {
+            Ok(Some(FrameRef::Line(line))) => line,
+            Ok(Some(FrameRef::Oversize { limit })) => {
                 tracing::warn!(limit, "inbound frame over the cap discarded");
                 sink.send(Frame::oversize_response(limit));
                 continue;
@@ -177,12 +177,12 @@ where
             Ok(None) => break Ok(ServeEnd::Eof),
             Err(e) => break Err(e),
         };
-        match paperclip_sandbox_protocol::jsonrpc::parse_line(&line) {
-            Ok(Message::Request(request)) => spawn_request(shared.clone(), request, drain.clone()),
-            Ok(Message::Notification(note)) => {
-                let _ = notes.send(note);
+        match parse_line_raw(&line) {
+            Ok(RawMessage::Request(request)) => dispatch_request(&shared, request, &drain),
+            Ok(RawMessage::Notification(note)) => {
+                let _ = notes.send(note.into_notification());
             }
-            Ok(Message::Response(response)) => peer.route(response),
+            Ok(RawMessage::Response(response)) => peer.route(response),
             Err(bad) => {
                 tracing::warn!(error = %bad, "unusable inbound line answered with an error");
                 sink.send(bad.to_response());
