@@ -62,6 +62,7 @@ pub use async_trait::async_trait;
 pub use paperclip_sandbox_macros::provider;
 pub use paperclip_sandbox_protocol as protocol;
 
+mod book;
 pub mod context;
 pub mod error;
 pub mod provider;

@@ -1,0 +1,18 @@
+//! The book (`book/src`) as doctests: every chapter listed in `book/src/SUMMARY.md` is included
+//! here, so each Rust block of the book compiles and runs under `cargo test -p
+//! paperclip-sandbox-sdk --doc`. `sdk/tests/book_coverage.rs` checks that no chapter is missing.
+#![cfg(doctest)]
+
+macro_rules! chapters {
+    ($($name:ident => $path:literal,)*) => {
+        $(
+            #[doc = include_str!(concat!("../../book/src/", $path))]
+            pub struct $name;
+        )*
+    };
+}
+
+chapters! {
+    Introduction => "introduction.md",
+    QuickStart => "quick-start.md",
+}
