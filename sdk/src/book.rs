@@ -15,4 +15,6 @@ macro_rules! chapters {
 chapters! {
     Introduction => "introduction.md",
     QuickStart => "quick-start.md",
+    Wire => "wire.md",
+    CapabilityContract => "capability-contract.md",
 }
