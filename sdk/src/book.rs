@@ -17,4 +17,7 @@ chapters! {
     QuickStart => "quick-start.md",
     Wire => "wire.md",
     CapabilityContract => "capability-contract.md",
+    Lifecycle => "lifecycle.md",
+    FileSync => "file-sync.md",
+    Errors => "errors.md",
 }
