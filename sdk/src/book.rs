@@ -20,4 +20,6 @@ chapters! {
     Lifecycle => "lifecycle.md",
     FileSync => "file-sync.md",
     Errors => "errors.md",
+    Timeouts => "timeouts.md",
+    RuntimeRequirements => "runtime-requirements.md",
 }
