@@ -22,4 +22,6 @@ chapters! {
     Errors => "errors.md",
     Timeouts => "timeouts.md",
     RuntimeRequirements => "runtime-requirements.md",
+    Sdk => "sdk.md",
+    Manifest => "manifest.md",
 }
