@@ -24,4 +24,5 @@ chapters! {
     RuntimeRequirements => "runtime-requirements.md",
     Sdk => "sdk.md",
     Manifest => "manifest.md",
+    Testing => "testing.md",
 }
