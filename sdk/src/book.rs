@@ -25,4 +25,8 @@ chapters! {
     Sdk => "sdk.md",
     Manifest => "manifest.md",
     Testing => "testing.md",
+    Ci => "ci.md",
+    Packaging => "packaging.md",
+    ReferenceSchemas => "reference/schemas.md",
+    ReferenceChecks => "reference/checks.md",
 }
