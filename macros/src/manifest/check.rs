@@ -11,9 +11,8 @@ use paperclip_sandbox_protocol::manifest::{
     validate, Category, DriverDeclaration, Manifest, PLUGIN_CATEGORIES,
 };
 use paperclip_sandbox_protocol::HostProfile;
-use proc_macro2::Span;
 use serde_json::Value;
-use syn::{Ident, LitInt, LitStr};
+use syn::{Attribute, Ident, LitInt, LitStr};
 
 use super::parse::Input;
 use super::suggest::did_you_mean;
@@ -43,12 +42,14 @@ pub(crate) fn check(input: &Input, errors: &mut Errors) -> Checked {
              capability checks are `const` items, which cannot name a generic parameter",
         ));
     }
-    require(errors, &input.plugin.id, input.plugin_span, "#[plugin]", "id");
-    require(errors, &input.plugin.display_name, input.plugin_span, "#[plugin]", "display_name");
-    require(errors, &input.plugin.description, input.plugin_span, "#[plugin]", "description");
-    require(errors, &input.plugin.author, input.plugin_span, "#[plugin]", "author");
-    require(errors, &input.driver.key, input.driver_span, "#[driver]", "key");
-    require(errors, &input.driver.display_name, input.driver_span, "#[driver]", "display_name");
+    let (p, d) = (&input.plugin, &input.driver);
+    if let Some(attr) = &input.plugin_attr {
+        require(errors, attr, &[(&p.id, "id"), (&p.display_name, "display_name")]);
+        require(errors, attr, &[(&p.description, "description"), (&p.author, "author")]);
+    }
+    if let Some(attr) = &input.driver_attr {
+        require(errors, attr, &[(&d.key, "key"), (&d.display_name, "display_name")]);
+    }
 
     let profile = match &input.plugin.profile {
         None => HostProfile::default(),
@@ -74,9 +75,17 @@ pub(crate) fn check(input: &Input, errors: &mut Errors) -> Checked {
     checked
 }
 
-fn require(errors: &mut Errors, slot: &Option<LitStr>, span: Span, attr: &str, name: &str) {
-    if slot.is_none() {
-        errors.push(syn::Error::new(span, format!("{attr} needs `{name} = \"…\"`")));
+/// Reports each missing required argument at the attribute (a missing attribute is reported
+/// once, by the parser).
+fn require(errors: &mut Errors, attr: &Attribute, args: &[(&Option<LitStr>, &str)]) {
+    for (slot, name) in args {
+        if slot.is_none() {
+            let attr_name = attr.path().get_ident().map(Ident::to_string).unwrap_or_default();
+            errors.push(syn::Error::new_spanned(
+                attr,
+                format!("#[{attr_name}(…)] needs `{name} = \"…\"`"),
+            ));
+        }
     }
 }
 

@@ -4,9 +4,7 @@
 //! read), but wrong value kinds, unknown and duplicate arguments are collected and parsing goes
 //! on, so one compile run shows them all.
 
-use proc_macro2::Span;
 use syn::meta::ParseNestedMeta;
-use syn::spanned::Spanned;
 use syn::{Attribute, DeriveInput, Expr, ExprLit, Ident, Lit, LitBool, LitInt, LitStr, Path, Type};
 
 use super::suggest::did_you_mean;
@@ -74,10 +72,10 @@ pub(crate) struct Input {
     pub has_generics: bool,
     pub plugin: PluginAttr,
     pub driver: DriverAttr,
-    /// The span of the `#[plugin]` attribute (of the type name when it is missing).
-    pub plugin_span: Span,
-    /// The span of the `#[driver]` attribute (of the type name when it is missing).
-    pub driver_span: Span,
+    /// The `#[plugin]` attribute, when present.
+    pub plugin_attr: Option<Attribute>,
+    /// The `#[driver]` attribute, when present.
+    pub driver_attr: Option<Attribute>,
 }
 
 /// Reads the attributes of `input`; problems go to `errors`.
@@ -87,41 +85,38 @@ pub(crate) fn parse(input: &DeriveInput, errors: &mut Errors) -> Input {
         has_generics: !input.generics.params.is_empty(),
         plugin: PluginAttr::default(),
         driver: DriverAttr::default(),
-        plugin_span: ident.span(),
-        driver_span: ident.span(),
+        plugin_attr: None,
+        driver_attr: None,
         ident,
     };
-    let (mut seen_plugin, mut seen_driver) = (false, false);
     for attr in &input.attrs {
         if attr.path().is_ident("plugin") {
-            if seen_plugin {
+            if out.plugin_attr.is_some() {
                 errors.push(syn::Error::new_spanned(attr, "duplicate #[plugin(…)] attribute"));
                 continue;
             }
-            seen_plugin = true;
-            out.plugin_span = attr.span();
+            out.plugin_attr = Some(attr.clone());
             read(attr, errors, |meta, errors| plugin_arg(&mut out.plugin, meta, errors));
         } else if attr.path().is_ident("driver") {
-            if seen_driver {
+            if out.driver_attr.is_some() {
                 errors.push(syn::Error::new_spanned(
                     attr,
                     "duplicate #[driver(…)] attribute: a provider serves exactly one driver",
                 ));
                 continue;
             }
-            seen_driver = true;
-            out.driver_span = attr.span();
+            out.driver_attr = Some(attr.clone());
             read(attr, errors, |meta, errors| driver_arg(&mut out.driver, meta, errors));
         }
     }
-    if !seen_plugin {
+    if out.plugin_attr.is_none() {
         errors.push(syn::Error::new(
             out.ident.span(),
             "#[derive(PluginManifest)] needs a #[plugin(id = \"…\", display_name = \"…\", \
              description = \"…\", author = \"…\")] attribute",
         ));
     }
-    if !seen_driver {
+    if out.driver_attr.is_none() {
         errors.push(syn::Error::new(
             out.ident.span(),
             "#[derive(PluginManifest)] needs a #[driver(key = \"…\", display_name = \"…\")] \
