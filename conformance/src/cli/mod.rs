@@ -2,6 +2,8 @@
 
 pub mod capabilities;
 pub mod manifest;
+pub mod replay;
+pub mod run;
 
 use std::io::Read;
 use std::path::Path;
