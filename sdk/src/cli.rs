@@ -1,15 +1,18 @@
 //! The worker's command line.
 //!
 //! ```text
-//! worker                                    serve the host over stdin/stdout
+//! worker [--profile <profile>]              serve the host over stdin/stdout
 //! worker --manifest                         print the manifest (the provider's target profile)
 //! worker --manifest --profile <profile>     print the manifest for paperclip-2026-11 or
 //!                                           paperclip-2026-09
+//! worker --help                             print the usage
 //! ```
 //!
 //! `--manifest` prints the JSON manifest to stdout and exits 0. Any other argument is a usage
-//! error: a message on stderr and exit code 2. [`run_plugin`](crate::run_plugin) applies this;
-//! a binary with its own [`Worker`](crate::Worker) setup calls [`handle_args`] first.
+//! error: a message on stderr and exit code 2. When serving, `--profile` names the host the
+//! worker serves ([`handle_args`] returns it; a provider whose behaviour depends on the profile
+//! is built with it). [`run_plugin`](crate::run_plugin) applies this; a binary with its own
+//! [`Worker`](crate::Worker) setup calls [`handle_args`] first.
 
 use std::fmt;
 use std::io::Write;
@@ -19,18 +22,20 @@ use paperclip_sandbox_protocol::HostProfile;
 use crate::manifest::PluginManifest;
 
 /// The usage text printed with a usage error.
-pub const USAGE: &str =
-    "usage: <worker>                                   serve the host over stdin/stdout\n       \
-     <worker> --manifest [--profile <profile>]     print the plugin manifest as JSON\n\
-     profiles: paperclip-2026-11 (default unless the provider targets another), paperclip-2026-09";
+pub const USAGE: &str = "\
+usage: <worker> [--profile <profile>]              serve the host over stdin/stdout
+       <worker> --manifest [--profile <profile>]   print the plugin manifest as JSON
+profiles: paperclip-2026-11, paperclip-2026-09 (default: the provider's target profile)";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Invocation {
-    /// No arguments: serve the host over stdin/stdout.
-    Serve,
+    /// No arguments or only `--profile`: serve hosts of this profile over stdin/stdout.
+    Serve(HostProfile),
     /// `--manifest [--profile <profile>]`: print the manifest for this profile.
     PrintManifest(HostProfile),
+    /// `--help` or `-h`: print the usage.
+    Help,
 }
 
 /// A command line the worker does not understand.
@@ -62,6 +67,7 @@ where
                 manifest = true;
                 continue;
             }
+            "--help" | "-h" => return Ok(Invocation::Help),
             "--profile" => match args.next() {
                 Some(v) => v.as_ref().to_owned(),
                 None => return Err(UsageError("`--profile` needs a value".into())),
@@ -76,19 +82,21 @@ where
         }
         profile = Some(value.parse::<HostProfile>().map_err(|e| UsageError(e.to_string()))?);
     }
-    match (manifest, profile) {
-        (true, p) => Ok(Invocation::PrintManifest(p.unwrap_or(default_profile))),
-        (false, None) => Ok(Invocation::Serve),
-        (false, Some(_)) => Err(UsageError("`--profile` applies only with `--manifest`".into())),
-    }
+    let profile = profile.unwrap_or(default_profile);
+    Ok(if manifest { Invocation::PrintManifest(profile) } else { Invocation::Serve(profile) })
 }
 
 /// Handles the process's command line for provider `M`: prints the manifest and exits 0 for
-/// `--manifest`, prints a usage error and exits 2 for anything it does not understand, and
-/// returns when the worker should serve (no arguments).
-pub fn handle_args<M: PluginManifest>() {
+/// `--manifest`, prints the usage and exits 0 for `--help`, prints a usage error and exits 2
+/// for anything it does not understand, and returns the profile to serve when the worker
+/// should serve (no arguments, or `--profile` alone).
+pub fn handle_args<M: PluginManifest>() -> HostProfile {
     match parse_args(std::env::args().skip(1), M::PROFILE) {
-        Ok(Invocation::Serve) => {}
+        Ok(Invocation::Serve(profile)) => profile,
+        Ok(Invocation::Help) => {
+            println!("{USAGE}");
+            std::process::exit(0);
+        }
         Ok(Invocation::PrintManifest(profile)) => {
             let json = serde_json::to_string_pretty(&M::manifest(profile).to_value())
                 .expect("a manifest value always serializes");
@@ -116,7 +124,10 @@ mod tests {
 
     #[test]
     fn accepted_command_lines() {
-        assert_eq!(parse(&[]), Ok(Invocation::Serve));
+        assert_eq!(parse(&[]), Ok(Invocation::Serve(NOV)));
+        assert_eq!(parse_args(Vec::<String>::new(), SEP), Ok(Invocation::Serve(SEP)));
+        assert_eq!(parse(&["--profile", "paperclip-2026-09"]), Ok(Invocation::Serve(SEP)));
+        assert_eq!(parse(&["--manifest", "-h"]), Ok(Invocation::Help));
         assert_eq!(parse(&["--manifest"]), Ok(Invocation::PrintManifest(NOV)));
         assert_eq!(parse_args(["--manifest"], SEP), Ok(Invocation::PrintManifest(SEP)));
         for args in [
@@ -135,7 +146,6 @@ mod tests {
             (&["--manifest", "--manifest"], "unexpected argument `--manifest`"),
             (&["--manifest", "--profile"], "`--profile` needs a value"),
             (&["--manifest", "--profile", "paperclip-2026-10"], "unknown host profile"),
-            (&["--profile", "paperclip-2026-09"], "only with `--manifest`"),
             (
                 &["--manifest", "--profile=paperclip-2026-09", "--profile=paperclip-2026-11"],
                 "twice",

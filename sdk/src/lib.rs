@@ -240,9 +240,11 @@ pub fn run<P: SandboxProvider>(provider: P) -> io::Result<()> {
 
 /// Runs a provider with a derived manifest: answers `--manifest [--profile <profile>]` (prints
 /// the JSON manifest, exits 0) and rejects other arguments (usage error on stderr, exit 2) as
-/// [`cli`] describes; without arguments it is [`run`].
+/// [`cli`] describes; without arguments it is [`run`]. A provider that behaves differently per
+/// host profile calls [`cli::handle_args`] itself and builds the provider with the profile it
+/// returns.
 pub fn run_plugin<P: SandboxProvider + PluginManifest>(provider: P) -> io::Result<()> {
-    cli::handle_args::<P>();
+    let _profile = cli::handle_args::<P>();
     run(provider)
 }
 

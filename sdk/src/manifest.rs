@@ -92,7 +92,8 @@ impl ManifestSpec {
 }
 
 /// The `configSchema` of a provider config type, generated with schemars: every subschema
-/// inlined (the host does not resolve `$ref`), no `$schema` key. Fields of type
+/// inlined (the host does not resolve `$ref`), no `$schema` key, and no root `title` when it is
+/// only the Rust type name (doc comments become `description`s). Fields of type
 /// [`Secret`](crate::protocol::secret::Secret) carry `"format": "secret-ref"`.
 ///
 /// # Panics
@@ -109,6 +110,10 @@ pub fn config_schema<T: JsonSchema>() -> Value {
     let mut value = schema.to_value();
     if let Some(obj) = value.as_object_mut() {
         obj.remove("definitions");
+        // The root title schemars derives from the Rust type name means nothing to the host.
+        if obj.get("title").and_then(Value::as_str) == Some(T::schema_name().as_ref()) {
+            obj.remove("title");
+        }
     }
     if let Err(problem) = check_host_readable(&value) {
         panic!("the configSchema of `{}` {problem}", std::any::type_name::<T>());
@@ -235,6 +240,7 @@ mod tests {
         assert_eq!(schema["properties"]["backupKey"]["format"], "secret-ref");
         assert_eq!(schema["properties"]["location"]["properties"]["region"]["type"], "string");
         assert!(schema.get("$schema").is_none() && schema.get("definitions").is_none());
+        assert!(schema.get("title").is_none(), "{schema}");
         assert!(!schema.to_string().contains("$ref"), "{schema}");
         assert_eq!(schema["required"], json!(["apiKey", "location"]));
     }

@@ -104,6 +104,7 @@ fn capability_checks(input: &Input, checked: &Checked, krate: &TokenStream) -> T
         }
     }
     let methods = quote_spanned! {ident.span()=>
+        #[allow(dead_code)]
         const METHODS: &[&str] = <#ident as #krate::ImplementedHooks>::METHODS;
     };
     quote! {
