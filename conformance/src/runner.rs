@@ -32,12 +32,21 @@ fn read_json(path: &Path) -> Result<Value, HarnessError> {
     })
 }
 
-/// Runs `<worker> --manifest` (stdin closed) and reads a JSON object from its stdout.
+/// Asks the worker for its manifest: first `<worker> --manifest --profile <profile>` (the SDK's
+/// convention, so a provider can omit fields an older host rejects), then plain
+/// `<worker> --manifest` for workers that take no profile. Stdin is closed; the first JSON
+/// object printed on stdout wins.
 pub fn manifest_from_worker(options: &RunOptions) -> Option<Value> {
+    let profile = options.profile.as_str();
+    run_manifest_probe(options, &["--manifest", "--profile", profile])
+        .or_else(|| run_manifest_probe(options, &["--manifest"]))
+}
+
+fn run_manifest_probe(options: &RunOptions, extra_args: &[&str]) -> Option<Value> {
     let c = &options.command;
     let mut child = Command::new(&c.program)
         .args(&c.args)
-        .arg("--manifest")
+        .args(extra_args)
         .env_clear()
         .envs(c.environment())
         .stdin(Stdio::null())
@@ -53,8 +62,12 @@ pub fn manifest_from_worker(options: &RunOptions) -> Option<Value> {
         text
     });
     let deadline = Instant::now() + MANIFEST_PROBE_TIMEOUT;
-    while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
+    let mut status = None;
+    while status.is_none() && Instant::now() < deadline {
+        status = child.try_wait().ok().flatten();
+        if status.is_none() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
     let pgid = i32::try_from(child.id()).ok()?;
     // SAFETY: kill has no memory-safety preconditions.
@@ -63,6 +76,9 @@ pub fn manifest_from_worker(options: &RunOptions) -> Option<Value> {
     }
     let _ = child.wait();
     let text = reader.join().ok()?;
+    if !status.is_some_and(|s| s.success()) {
+        return None;
+    }
     serde_json::from_str::<Value>(text.trim()).ok().filter(Value::is_object)
 }
 
