@@ -139,7 +139,8 @@ const ERRORS: Chapter = Chapter { file: "errors.md", title: "Errors, envelopes a
 const TIMEOUTS: Chapter = Chapter { file: "timeouts.md", title: "Timeouts" };
 const RUNTIME: Chapter =
     Chapter { file: "runtime-requirements.md", title: "Sandbox runtime requirements" };
-const MANIFEST: Chapter = Chapter { file: "manifest.md", title: "The manifest" };
+const MANIFEST: Chapter =
+    Chapter { file: "manifest.md", title: "The manifest derive and its compile errors" };
 
 /// Which chapter defines a requirement, by id prefix; the first match wins.
 const CHAPTER_BY_PREFIX: &[(&str, Chapter)] = &[
