@@ -1,203 +1,120 @@
-//! Attribute macros for `paperclip-sandbox` providers (use them through the SDK crate's
-//! re-export, `paperclip_sandbox_sdk::provider`).
+//! Macros for `paperclip-sandbox` providers. Use them through the SDK's re-exports
+//! (`paperclip_sandbox_sdk::provider` and `paperclip_sandbox_sdk::PluginManifest`): the
+//! generated code names `::paperclip_sandbox_sdk::…`, so a provider crate needs one dependency.
 //!
-//! `#[provider]` on `impl SandboxProvider for T { … }`:
+//! # `#[provider]`
+//!
+//! On `impl SandboxProvider for T { … }`:
 //!
 //! 1. records the hooks the block defines and generates `implemented_methods()` returning
-//!    their wire names, each spelled through the protocol crate's constant
+//!    their wire names, and `impl ImplementedHooks for T { const METHODS: … }` with the same
+//!    list, each name spelled through the protocol crate's constant
 //!    (`::paperclip_sandbox_sdk::protocol::methods::name::…`), so `supportedMethods` is exactly
 //!    the set of hooks written;
 //! 2. rejects, with an error at the method's name, any method that is not a hook of the trait
-//!    (and a hand-written `implemented_methods`), reporting every such error at once;
+//!    (and a hand-written `implemented_methods`), and a `sync_in` without `sync_out` or the
+//!    reverse (the host uses native sync only as a pair), reporting every such error at once;
 //! 3. applies `#[async_trait]` (`::paperclip_sandbox_sdk::async_trait`) unless it is already
 //!    there.
 //!
-//! `#[provider(crate = some::path)]` replaces `::paperclip_sandbox_sdk` in generated paths.
+//! `#[provider(crate = some::path)]` (or `crate = "some::path"`) replaces
+//! `::paperclip_sandbox_sdk` in generated paths.
+//!
+//! # `#[derive(PluginManifest)]`
+//!
+//! On the provider struct, with a `#[plugin(…)]` and a `#[driver(…)]` attribute:
+//!
+//! ```text
+//! #[derive(PluginManifest)]
+//! #[plugin(
+//!     id = "acme.rust-sandbox",             // required: ^[a-z0-9][a-z0-9._-]*$
+//!     display_name = "Acme Sandbox",        // required: 1–100 characters
+//!     description = "Acme's sandboxes.",    // required: 1–500 characters
+//!     author = "Acme Inc.",                 // required: 1–200 characters
+//!     version = "1.2.0",                    // default: env!("CARGO_PKG_VERSION") of your crate
+//!     categories = ["automation"],          // default: ["automation"]
+//!     worker = "./dist/worker.cjs",         // entrypoints.worker (this is the default)
+//!     profile = "paperclip-2026-11",        // the target host profile (this is the default)
+//!     crate = "::paperclip_sandbox_sdk",    // path of the SDK in generated code
+//! )]
+//! #[driver(
+//!     key = "acme",                         // required: ^[a-z0-9][a-z0-9._-]*$
+//!     display_name = "Acme",                // required: 1–100 characters
+//!     description = "One VM per lease.",    // at most 500 characters
+//!     config = AcmeConfig,                  // a JsonSchema type; default: an empty object
+//!     capabilities(reusableLeases, nativeSyncIn, nativeSyncOut, incrementalSessionOutput = false),
+//!     default_acquire_timeout_ms = 120_000, // paperclip-2026-11 only: 1..=86,400,000
+//!     creation_operation_version = 1,       // paperclip-2026-11 only: exactly 1
+//! )]
+//! struct AcmeProvider;
+//! ```
+//!
+//! It implements the SDK's `PluginManifest` trait (`PROFILE` and `manifest(profile)`), which
+//! builds the manifest through `ManifestSpec`: `apiVersion` 1, the capability
+//! `environment.drivers.register`, one driver of kind `sandbox_provider`, and the driver's
+//! `configSchema` generated with schemars from the config type (inline, secret fields with
+//! `"format": "secret-ref"`). A capability is declared `true` by its key alone or `= false`
+//! explicitly.
+//!
+//! ## What is checked, and how
+//!
+//! The derive follows *parse → check → expand*. Every problem found in the attributes is
+//! reported at once (`syn::Error::combine`), each at the offending token, and after errors the
+//! derive still emits a dummy `PluginManifest` impl so that no second error cascades from the
+//! missing impl.
+//!
+//! - **At expansion, with the protocol crate's own rules** (this crate depends on
+//!   `paperclip-sandbox-protocol` so that no rule is re-derived): unknown, duplicate and
+//!   missing arguments; capability keys looked up in the capability table (`CAPABILITIES`),
+//!   with a did-you-mean suggestion for an unknown key and a dedicated "removed from the
+//!   capability contract" error for `REMOVED_KEYS` (`concurrentSyncAndExec`,
+//!   `concurrentSyncOperations`); a capability whose required method has no hook at all (it
+//!   can never be granted); categories against `PLUGIN_CATEGORIES`; the 2026-11-only driver
+//!   fields when `profile = "paperclip-2026-09"`. The derive then assembles a manifest from the
+//!   literals and runs the protocol crate's validator (`manifest::validate`) for the target
+//!   profile, mapping each issue's path back to the attribute token: id and driver-key
+//!   patterns, text lengths, semver, `defaultAcquireTimeoutMs` in 1..=86,400,000,
+//!   `creationOperationVersion` 1.
+//! - **At compile time, across the two macros.** The derive cannot see the `#[provider]`
+//!   block, so `#[provider]` emits `impl ImplementedHooks for T { const METHODS: &[&str] }`
+//!   and the derive emits, for each requirement group of each capability declared `true`,
+//!   `const _: () = if !satisfies(<T as ImplementedHooks>::METHODS,
+//!   CAPABILITIES[i].required[g]) { panic!("…") };`. `satisfies` is a `const fn` over the
+//!   protocol's capability table (byte-wise string comparison), so a missing hook is a
+//!   const-evaluation error during `cargo check`, spanned at the capability's key in the
+//!   attribute and naming the capability, the missing hook and everything the capability
+//!   needs. A provider type without a `#[provider]` block fails the `ImplementedHooks` bound
+//!   once, with a message saying so.
+//!
+//! The derive supports structs and enums without generic parameters (the compile-time checks
+//! are `const` items, which cannot name a generic type).
 
 use proc_macro::TokenStream;
-use proc_macro2::TokenStream as TokenStream2;
-use quote::{format_ident, quote};
-use syn::parse::Parser;
-use syn::{parse_macro_input, ImplItem, ItemImpl, Path};
 
-/// Rust hook name → the protocol crate's method-name constant; `None` for a hook that serves a
-/// notification and so is not advertised. Checked against the SDK's table and the protocol
-/// registry by the SDK's tests.
-const HOOKS: &[(&str, Option<&str>)] = &[
-    ("initialize", Some("INITIALIZE")),
-    ("config_changed", Some("CONFIG_CHANGED")),
-    ("health", Some("HEALTH")),
-    ("shutdown", Some("SHUTDOWN")),
-    ("on_event", None),
-    ("validate_config", Some("ENVIRONMENT_VALIDATE_CONFIG")),
-    ("probe", Some("ENVIRONMENT_PROBE")),
-    ("acquire_lease", Some("ENVIRONMENT_ACQUIRE_LEASE")),
-    ("resume_lease", Some("ENVIRONMENT_RESUME_LEASE")),
-    ("release_lease", Some("ENVIRONMENT_RELEASE_LEASE")),
-    ("destroy_lease", Some("ENVIRONMENT_DESTROY_LEASE")),
-    ("stop_lease", Some("ENVIRONMENT_STOP_LEASE")),
-    ("realize_workspace", Some("ENVIRONMENT_REALIZE_WORKSPACE")),
-    ("execute", Some("ENVIRONMENT_EXECUTE")),
-    ("sync_in", Some("ENVIRONMENT_SYNC_IN")),
-    ("sync_out", Some("ENVIRONMENT_SYNC_OUT")),
-    ("runner_ingress_endpoint", Some("ENVIRONMENT_RUNNER_INGRESS_ENDPOINT")),
-    ("start_interactive_setup", Some("ENVIRONMENT_START_INTERACTIVE_SETUP")),
-    ("get_interactive_setup", Some("ENVIRONMENT_GET_INTERACTIVE_SETUP")),
-    ("cancel_interactive_setup", Some("ENVIRONMENT_CANCEL_INTERACTIVE_SETUP")),
-    ("capture_template", Some("ENVIRONMENT_CAPTURE_TEMPLATE")),
-    ("delete_template", Some("ENVIRONMENT_DELETE_TEMPLATE")),
-];
+mod manifest;
+mod provider;
 
-/// Generates `implemented_methods()` from the hooks an `impl SandboxProvider` block defines,
-/// rejects methods that are not hooks, and applies `#[async_trait]`. See the crate docs.
+/// Generates `implemented_methods()` and `ImplementedHooks` from the hooks an
+/// `impl SandboxProvider` block defines, rejects methods that are not hooks and unpaired sync
+/// hooks, and applies `#[async_trait]`. See the crate docs.
 #[proc_macro_attribute]
 pub fn provider(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let krate = match parse_crate_path(attr.into()) {
-        Ok(p) => p,
-        Err(e) => return e.to_compile_error().into(),
-    };
-    let mut block = parse_macro_input!(item as ItemImpl);
-    match expand(&krate, &mut block) {
-        Ok(tokens) => tokens.into(),
-        Err(e) => {
-            let errors = e.to_compile_error();
-            quote!(#errors #block).into()
-        }
-    }
+    provider::provider(attr.into(), item.into()).into()
 }
 
-fn parse_crate_path(attr: TokenStream2) -> syn::Result<TokenStream2> {
-    if attr.is_empty() {
-        return Ok(quote!(::paperclip_sandbox_sdk));
-    }
-    let mut krate = None;
-    syn::meta::parser(|meta| {
-        if meta.path.is_ident("crate") {
-            krate = Some(meta.value()?.parse::<Path>()?);
-            Ok(())
-        } else {
-            Err(meta.error("expected `crate = path`"))
-        }
-    })
-    .parse2(attr)?;
-    Ok(krate.map_or_else(|| quote!(::paperclip_sandbox_sdk), |p| quote!(#p)))
+/// Derives the SDK's `PluginManifest` from `#[plugin(…)]` and `#[driver(…)]`, checking the
+/// declaration at compile time. See the crate docs for the syntax and the checks.
+#[proc_macro_derive(PluginManifest, attributes(plugin, driver))]
+pub fn derive_plugin_manifest(input: TokenStream) -> TokenStream {
+    manifest::derive(input.into()).into()
 }
 
-fn expand(krate: &TokenStream2, block: &mut ItemImpl) -> syn::Result<TokenStream2> {
-    if block.trait_.is_none() {
-        return Err(syn::Error::new_spanned(
-            &block.self_ty,
-            "#[provider] goes on `impl SandboxProvider for YourType { … }`",
-        ));
-    }
-    let mut errors: Option<syn::Error> = None;
-    let mut push = |e: syn::Error| match errors.as_mut() {
-        Some(all) => all.combine(e),
-        None => errors = Some(e),
-    };
-    let mut wire = Vec::new();
-    for item in &block.items {
-        let ImplItem::Fn(f) = item else { continue };
-        let ident = &f.sig.ident;
-        let name = ident.to_string();
-        if name == "implemented_methods" {
-            push(syn::Error::new(
-                ident.span(),
-                "`implemented_methods` is generated by #[provider] from the hooks written here; \
-                 remove it",
-            ));
-            continue;
-        }
-        match HOOKS.iter().find(|(hook, _)| *hook == name) {
-            Some((_, Some(constant))) => wire.push(format_ident!("{}", constant)),
-            Some((_, None)) => {}
-            None => {
-                let hooks: Vec<&str> = HOOKS.iter().map(|(h, _)| *h).collect();
-                push(syn::Error::new(
-                    ident.span(),
-                    format!(
-                        "`{name}` is not a hook of SandboxProvider; the hooks are: {}",
-                        hooks.join(", ")
-                    ),
-                ));
-            }
-        }
-    }
-    if let Some(e) = errors {
-        return Err(e);
-    }
-    block.items.push(syn::parse_quote! {
-        fn implemented_methods(&self) -> &'static [&'static str] {
-            &[ #( #krate::protocol::methods::name::#wire ),* ]
-        }
-    });
-    let has_async_trait = block
-        .attrs
-        .iter()
-        .any(|a| a.path().segments.last().is_some_and(|s| s.ident == "async_trait"));
-    let async_trait = if has_async_trait { quote!() } else { quote!(#[#krate::async_trait]) };
-    Ok(quote! {
-        #async_trait
-        #block
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(tokens: TokenStream2) -> syn::Result<String> {
-        let mut block: ItemImpl = syn::parse2(tokens).unwrap();
-        expand(&quote!(::paperclip_sandbox_sdk), &mut block).map(|t| t.to_string())
-    }
-
-    #[test]
-    fn generates_exactly_the_written_hooks_through_protocol_constants() {
-        let out = run(quote! {
-            impl SandboxProvider for P {
-                async fn execute(&self, p: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> { todo() }
-                async fn on_event(&self, p: Value, cx: Context) {}
-                async fn health(&self, cx: Context) -> HookResult<HealthResult> { todo() }
-            }
-        })
-        .unwrap();
-        let compact: String = out.split_whitespace().collect();
-        assert!(
-            compact.contains(
-                "&[::paperclip_sandbox_sdk::protocol::methods::name::ENVIRONMENT_EXECUTE,\
-             ::paperclip_sandbox_sdk::protocol::methods::name::HEALTH]"
-            ),
-            "{out}"
-        );
-        assert!(compact.starts_with("#[::paperclip_sandbox_sdk::async_trait]"), "{out}");
-    }
-
-    #[test]
-    fn rejects_every_non_hook_at_once() {
-        let err = run(quote! {
-            impl SandboxProvider for P {
-                async fn exec(&self) {}
-                fn implemented_methods(&self) -> &'static [&'static str] { &[] }
-                async fn probe(&self) {}
-                async fn frobnicate(&self) {}
-            }
-        })
-        .unwrap_err();
-        let messages: Vec<String> = err.into_iter().map(|e| e.to_string()).collect();
-        assert_eq!(messages.len(), 3, "{messages:?}");
-        assert!(messages[0].starts_with("`exec` is not a hook of SandboxProvider"));
-        assert!(messages[1].contains("generated by #[provider]"));
-        assert!(messages[2].starts_with("`frobnicate` is not a hook"));
-    }
-
-    #[test]
-    fn keeps_an_existing_async_trait_and_rejects_inherent_impls() {
-        let out = run(quote! {
-            #[async_trait]
-            impl SandboxProvider for P {}
-        })
-        .unwrap();
-        assert_eq!(out.matches("async_trait").count(), 1, "{out}");
-        assert!(run(quote!(impl P {})).is_err());
+/// Reads the value of `crate = some::path` or `crate = "some::path"`.
+fn crate_path_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<syn::Path> {
+    let value = meta.value()?;
+    if value.peek(syn::LitStr) {
+        value.parse::<syn::LitStr>()?.parse()
+    } else {
+        value.parse()
     }
 }

@@ -1,12 +1,35 @@
 //! Write a Paperclip sandbox-provider plugin worker in Rust.
 //!
 //! The host spawns the worker and speaks JSON-RPC 2.0 over NDJSON on its stdin and stdout
-//! (protocol.md A). This crate is the worker side: implement [`SandboxProvider`], hand it to
-//! [`run`], and the runtime does the rest.
+//! (protocol.md A). This crate is the worker side: implement [`SandboxProvider`], declare the
+//! plugin manifest with [`#[derive(PluginManifest)]`](macro@PluginManifest), hand the provider
+//! to [`run_plugin`], and the runtime does the rest.
 //!
 //! ```no_run
 //! use paperclip_sandbox_sdk::prelude::*;
 //!
+//! /// The provider's config, as the host stores it (its JSON Schema becomes `configSchema`).
+//! #[derive(JsonSchema)]
+//! #[allow(dead_code)]
+//! struct MyConfig {
+//!     /// API token (a secret reference in the host's config form).
+//!     token: Secret,
+//! }
+//!
+//! #[derive(PluginManifest)]
+//! #[plugin(
+//!     id = "acme.my-sandbox",
+//!     display_name = "My Sandbox",
+//!     description = "Runs agent commands in My Sandbox.",
+//!     author = "Acme",
+//! )]
+//! #[driver(
+//!     key = "my-sandbox",
+//!     display_name = "My Sandbox",
+//!     config = MyConfig,
+//!     capabilities(incrementalSessionOutput),
+//!     default_acquire_timeout_ms = 120_000,
+//! )]
 //! struct MyProvider;
 //!
 //! #[provider]
@@ -24,7 +47,9 @@
 //!
 //! fn main() -> std::io::Result<()> {
 //!     paperclip_sandbox_sdk::init_tracing();
-//!     paperclip_sandbox_sdk::run(MyProvider)
+//!     // `my-worker --manifest [--profile paperclip-2026-09]` prints the manifest;
+//!     // without arguments the worker serves the host over stdin/stdout.
+//!     paperclip_sandbox_sdk::run_plugin(MyProvider)
 //! }
 //! ```
 //!
@@ -36,6 +61,13 @@
 //!   is a compile error at its name. The runtime serves exactly the listed hooks (`-32004`
 //!   for any other known method, `-32601` for unknown ones) and advertises exactly them plus
 //!   `health` and `shutdown`. The macro also applies `#[async_trait]`.
+//! * **The manifest cannot lie.** [`#[derive(PluginManifest)]`](macro@PluginManifest) writes
+//!   the manifest from attributes, checks them with the protocol crate's validator and
+//!   capability table while the provider compiles, and refuses a declared capability whose
+//!   required methods the `#[provider]` block does not implement (through
+//!   [`ImplementedHooks`], a constant the attribute emits). [`run_plugin`] answers
+//!   `--manifest [--profile …]` ([`cli`]); [`manifest::manifest_module`] writes the
+//!   `manifest.js` the host installs.
 //! * **The runtime is layers** ([`runtime`]): a cancellation-safe line reader with a frame cap,
 //!   one writer task that batches frames and flushes once per batch, a dispatcher that runs
 //!   requests concurrently (bounded; the reader never waits for capacity) and notifications in
@@ -66,29 +98,86 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use async_trait::async_trait;
-pub use paperclip_sandbox_macros::provider;
+pub use paperclip_sandbox_macros::{provider, PluginManifest};
 pub use paperclip_sandbox_protocol as protocol;
+pub use schemars;
 
+mod book;
+pub mod cli;
 pub mod context;
 pub mod error;
+pub mod manifest;
 pub mod provider;
 pub mod runtime;
 pub mod testing;
 
 pub use context::{CancellationSource, CancellationToken, Context};
 pub use error::ProviderError;
+pub use manifest::{manifest_module, ManifestSpec, PluginManifest};
 pub use paperclip_sandbox_protocol::methods::{LogLevel, OutputStream};
-pub use provider::{HookResult, SandboxProvider};
+pub use paperclip_sandbox_protocol::secret::Secret;
+pub use provider::{HookResult, ImplementedHooks, SandboxProvider};
 pub use runtime::lifecycle::{RuntimeConfig, ServeEnd};
 
 use runtime::dispatch::Handler;
 
-/// Everything a provider usually needs: the trait, the macro, the context, errors, and the
-/// protocol's params and result types of every method.
+/// Everything a provider usually needs: the trait, the macros, the context, errors, the
+/// protocol's params and result types of every method, and what a config type needs
+/// (`JsonSchema` and its derive, [`Secret`]).
 pub mod prelude {
-    pub use crate::{provider, Context, HookResult, ProviderError, SandboxProvider};
+    pub use crate::schemars::{self, JsonSchema};
+    pub use crate::{
+        provider, Context, HookResult, PluginManifest, ProviderError, SandboxProvider, Secret,
+    };
     pub use paperclip_sandbox_protocol::methods::*;
     pub use serde_json::Value;
+}
+
+/// Support for the code the macros generate; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use paperclip_sandbox_protocol::capabilities::{Capability, CAPABILITIES};
+    pub use paperclip_sandbox_protocol::manifest::Category;
+
+    /// True when `methods` contains `name` (a const fn: compares bytes).
+    pub const fn contains(methods: &[&str], name: &str) -> bool {
+        let mut i = 0;
+        while i < methods.len() {
+            if str_eq(methods[i], name) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    /// True when `methods` contains at least one method of `group` (a requirement group of the
+    /// capability table).
+    pub const fn satisfies(methods: &[&str], group: &[&str]) -> bool {
+        let mut i = 0;
+        while i < group.len() {
+            if contains(methods, group[i]) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    const fn str_eq(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
 }
 
 /// A worker ready to serve: a provider (or a raw [`Handler`]) and the runtime's tunables.
@@ -182,6 +271,16 @@ impl Worker {
 /// only on a setup or read error.
 pub fn run<P: SandboxProvider>(provider: P) -> io::Result<()> {
     Worker::new(provider).run_stdio().map(|never| match never {})
+}
+
+/// Runs a provider with a derived manifest: answers `--manifest [--profile <profile>]` (prints
+/// the JSON manifest, exits 0) and rejects other arguments (usage error on stderr, exit 2) as
+/// [`cli`] describes; without arguments it is [`run`]. A provider that behaves differently per
+/// host profile calls [`cli::handle_args`] itself and builds the provider with the profile it
+/// returns.
+pub fn run_plugin<P: SandboxProvider + PluginManifest>(provider: P) -> io::Result<()> {
+    let _profile = cli::handle_args::<P>();
+    run(provider)
 }
 
 /// Installs a `tracing` subscriber that writes to stderr, filtered by `RUST_LOG` (default

@@ -64,6 +64,22 @@ pub const HOOKS: &[(&str, &str)] = &[
     ("delete_template", name::ENVIRONMENT_DELETE_TEMPLATE),
 ];
 
+/// The wire names of the hooks a provider's `#[provider]` impl block defines, as a constant.
+///
+/// Implemented by [`#[provider]`](macro@crate::provider) next to
+/// [`SandboxProvider::implemented_methods`] (which returns the same list). Being a constant, it
+/// lets [`#[derive(PluginManifest)]`](macro@crate::PluginManifest) check at compile time that
+/// every declared capability's required methods are implemented.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no `#[provider]` impl block",
+    label = "the manifest's capabilities are checked against the hooks of `{Self}`",
+    note = "write the hooks as `#[provider] impl SandboxProvider for {Self} {{ … }}`"
+)]
+pub trait ImplementedHooks {
+    /// The wire names of the hooks written, in the order written.
+    const METHODS: &'static [&'static str];
+}
+
 macro_rules! hooks {
     ($( $(#[$doc:meta])* $hook:ident => $marker:ident($params:ty) -> $result:ty; )*) => {
         /// A Paperclip sandbox provider: one async method per environment hook.

@@ -1,5 +1,5 @@
-//! The plugin manifest of the bwrap provider, built by hand like the local provider's (the
-//! SDK's manifest derive has not landed yet).
+//! The plugin manifest of the bwrap provider, built by hand (not yet converted to the SDK's
+//! `#[derive(PluginManifest)]`, which the local provider uses).
 //!
 //! `bwrap-provider --manifest` prints it; `--profile paperclip-2026-09` prints the variant a
 //! September host accepts. The capabilities are the local provider's; the config schema adds
@@ -19,7 +19,7 @@ pub const DRIVER_KEY: &str = "bwrap";
 
 /// The acquire budget declared to November hosts (`defaultAcquireTimeoutMs`), as the local
 /// provider's: acquiring is creating a directory.
-pub const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = local_provider::manifest::DEFAULT_ACQUIRE_TIMEOUT_MS;
+pub const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 60_000;
 
 /// The manifest for hosts of `profile`.
 pub fn manifest(profile: HostProfile) -> Manifest {
@@ -75,6 +75,7 @@ pub fn manifest(profile: HostProfile) -> Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paperclip_sandbox_sdk::PluginManifest;
 
     #[test]
     fn manifest_is_valid_and_matches_local_capabilities() {
@@ -83,7 +84,9 @@ mod tests {
             let report = m.validate(profile);
             assert!(report.valid, "{profile:?}: {:?}", report.errors);
             let v = m.to_value();
-            let local = local_provider::manifest::manifest(profile).to_value();
+            let local =
+                <local_provider::provider::LocalProvider as PluginManifest>::manifest(profile)
+                    .to_value();
             let d = &v["environmentDrivers"][0];
             let ld = &local["environmentDrivers"][0];
             assert_eq!(d["driverKey"], json!("bwrap"));

@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 
+use paperclip_sandbox_sdk::schemars::{self, JsonSchema};
 use serde_json::{Map, Value};
 
 /// The default sync transfer timeout: 300,000 ms.
@@ -21,13 +22,27 @@ pub const MAX_SYNC_TIMEOUT_MS: u64 = 2_147_483_647;
 /// The environment variable naming the default root.
 pub const ROOT_ENV: &str = "LOCAL_PROVIDER_ROOT";
 
-/// A validated config.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where the local provider keeps lease directories and how long a native sync may take.
+//
+// A validated config. Its JSON Schema (schemars, through the SDK's re-export) is the driver's
+// `configSchema`: the doc comments are the descriptions the host shows.
+#[derive(Debug, Clone, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct LocalConfig {
-    /// The `root` key, if given.
+    /// Absolute directory holding the lease directories.
+    #[schemars(
+        title = "Lease root",
+        description = "Absolute directory holding the lease directories (default: $LOCAL_PROVIDER_ROOT, else $TMPDIR/paperclip-local-provider)."
+    )]
     pub root: Option<PathBuf>,
-    /// The sync transfer timeout in milliseconds.
+    /// Transfer timeout of a native sync call, in milliseconds.
+    #[serde(default = "default_sync_timeout_ms")]
+    #[schemars(range(min = 1, max = MAX_SYNC_TIMEOUT_MS))]
     pub sync_timeout_ms: u64,
+}
+
+fn default_sync_timeout_ms() -> u64 {
+    DEFAULT_SYNC_TIMEOUT_MS
 }
 
 /// The result of validating a config: errors, warnings and the normalized form.

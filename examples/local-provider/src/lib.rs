@@ -8,8 +8,7 @@
 //! | [`config`] | the provider config (`root`, `syncTimeoutMs`) and its validation |
 //! | [`leases`] | acquire / resume / release / destroy / stop / realize over lease directories |
 //! | [`exec`] | run one command in a lease: process group, timeout, cancellation, streaming |
-//! | [`manifest`] | the plugin manifest, per host profile |
-//! | [`provider`] | the `environment*` hooks on the protocol's typed params and results |
+//! | [`provider`] | the `environment*` hooks on the protocol's typed params and results, and the derived plugin manifest |
 //! | [`sync`] | `environmentSyncIn` / `environmentSyncOut` operations and post-upload commands |
 //! | [`copy`] | bounded, atomic file and directory copies used by [`sync`] |
 //! | [`confine`] | path confinement to a lease directory (no `..`, no symlink escape) |
@@ -32,7 +31,6 @@ pub mod error;
 pub mod exec;
 pub mod glob;
 pub mod leases;
-pub mod manifest;
 pub mod provider;
 pub mod sync;
 pub mod timeutil;

@@ -20,6 +20,7 @@ use paperclip_sandbox_protocol::methods::workspace::{
     RealizeWorkspaceParams, RealizeWorkspaceResult,
 };
 use paperclip_sandbox_protocol::HostProfile;
+use paperclip_sandbox_sdk::PluginManifest;
 use serde_json::{json, Value};
 
 use crate::config::LocalConfig;
@@ -29,7 +30,28 @@ use crate::leases::{self, Disposition, LeaseStore, ReceiptState};
 use crate::sync::{self, Direction, FileMapping, MappingKind, PostUploadCommand, SyncOperation};
 
 /// The local provider: stateless apart from the table of running process groups.
-#[derive(Debug, Clone)]
+///
+/// Its plugin manifest is derived ([`PluginManifest`]) and checked when the crate compiles:
+/// each capability declared here needs hooks of the `#[provider]` block in [`crate::worker`]
+/// (reusableLeases: resume, release and destroy; the native sync pair: sync_in and sync_out;
+/// incrementalSessionOutput: execute). The config schema comes from [`LocalConfig`].
+/// `defaultAcquireTimeoutMs` is 60 s (creating a directory is quick) and is left out of the
+/// paperclip-2026-09 manifest.
+#[derive(Debug, Clone, PluginManifest)]
+#[plugin(
+    id = "paperclip-sandbox.local-provider",
+    display_name = "Local provider",
+    description = "Example Paperclip sandbox provider: private directories on the local machine.",
+    author = "paperclip-sandbox developers"
+)]
+#[driver(
+    key = "local",
+    display_name = "Local directory",
+    description = "Each lease is a private directory on the worker's machine.",
+    config = LocalConfig,
+    capabilities(reusableLeases, nativeSyncIn, nativeSyncOut, incrementalSessionOutput),
+    default_acquire_timeout_ms = 60_000
+)]
 pub struct LocalProvider {
     groups: ProcessGroups,
     profile: HostProfile,

@@ -11,7 +11,7 @@
 //! * **Execute** through `POST /sandbox/{id}/exec`; **probe** through `GET /health`;
 //!   **validateConfig** through [`config::RemoteConfig::parse`].
 //!
-//! The API key (`apiKey`, a [`Secret`](paperclip_sandbox_sdk::protocol::secret::Secret)) only
+//! The API key (`apiKey`, a [`Secret`]) only
 //! ever travels in the `Authorization` header: it is in no error, envelope, metadata, log
 //! line or `Debug` output. The account fingerprint of the envelope is a SHA-256 of the base
 //! URL and the key.

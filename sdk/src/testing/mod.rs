@@ -4,6 +4,15 @@
 //!   worker (the same codec and dispatch), over in-memory pipes instead of stdio.
 //! * [`WorkerProcess`]: a spawned worker binary spoken to over NDJSON on its pipes, with its
 //!   stderr captured; killed on drop.
+//! * [`assert_manifest_valid`] and [`assert_manifest_snapshot`]: a derived manifest checked by
+//!   the protocol's validator for every profile, and pinned by a committed JSON snapshot.
+
+mod manifest;
+
+pub use manifest::{
+    assert_json_snapshot, assert_manifest_snapshot, assert_manifest_valid, manifest_snapshot,
+    UPDATE_SNAPSHOTS,
+};
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
