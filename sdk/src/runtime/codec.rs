@@ -568,6 +568,64 @@ mod tests {
         assert_eq!(lines[7], "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":null}");
     }
 
+    #[tokio::test]
+    async fn lent_frames_match_owned_frames() {
+        let input = b"a\r\n\n  \r\nb\xff\nccc";
+        let mut owned = LineReader::new(&input[..], 100);
+        let mut lent = LineReader::new(&input[..], 100);
+        while let Some(frame) = owned.next_frame().await.unwrap() {
+            let got = lent.next_frame_ref().await.unwrap().map(FrameRef::into_owned);
+            assert_eq!(got, Some(frame));
+        }
+        assert_eq!(lent.next_frame_ref().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn raw_answers_are_the_lines_of_response_messages() {
+        let (tx, mut rx) = tokio::io::duplex(1 << 20);
+        let (sink, task) = spawn_writer(tx);
+        let result: Box<RawValue> = serde_json::from_str(r#"{"a":[1,"x"]}"#).unwrap();
+        let error = ErrorObject::method_not_found("nope").with_data(serde_json::json!({"k": 1}));
+        let ids = [Id::from(7u64), Id::from("host-1"), Id::from(-3i64)];
+        let mut want = String::new();
+        for id in &ids {
+            assert!(sink.send_result(id, &result));
+            assert!(sink.send_error(Some(id), &error));
+            let value: serde_json::Value = serde_json::from_str(result.get()).unwrap();
+            want += &Message::from(Response::success(id.clone(), value)).to_line();
+            want += &Message::from(Response::error(Some(id.clone()), error.clone())).to_line();
+        }
+        assert!(sink.send_error(None, &error));
+        want += &Message::from(Response::error(None, error.clone())).to_line();
+        drop(sink);
+        task.await.unwrap().unwrap();
+        let mut all = String::new();
+        rx.read_to_string(&mut all).await.unwrap();
+        assert_eq!(all, want);
+    }
+
+    #[tokio::test]
+    async fn a_frame_that_fails_to_serialize_leaves_nothing_behind() {
+        struct Broken;
+        impl Serialize for Broken {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::{Error, SerializeMap};
+                let mut map = s.serialize_map(None)?;
+                map.serialize_entry("half", &1)?;
+                Err(S::Error::custom("broken"))
+            }
+        }
+        let (tx, mut rx) = tokio::io::duplex(1 << 20);
+        let (sink, task) = spawn_writer(tx);
+        assert!(!sink.append(|buf| serde_json::to_writer(buf, &Broken)));
+        assert!(sink.send_line("{\"ok\":1}\n".to_owned()));
+        drop(sink);
+        task.await.unwrap().unwrap();
+        let mut all = String::new();
+        rx.read_to_string(&mut all).await.unwrap();
+        assert_eq!(all, "{\"ok\":1}\n");
+    }
+
     proptest::proptest! {
         #[test]
         fn chunking_does_not_change_lines(
