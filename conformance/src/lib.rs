@@ -1,1 +1,2 @@
 //! Conformance harness for Paperclip sandbox-provider workers.
+pub mod package;
