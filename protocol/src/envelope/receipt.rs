@@ -2,75 +2,9 @@
 //! `{"providerLeaseId": …, "state": "stopped"|"destroyed"}`, accepted by the host only for the
 //! exact lease (`remoteTerminationReceipt`, npm @paperclipai/server 2026.916.1).
 
-use std::fmt;
+use serde_json::Value;
 
-use serde_json::{json, Value};
-
-/// The confirmed end state of a provider allocation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TerminationState {
-    /// `stopped`: execution ended, files kept.
-    Stopped,
-    /// `destroyed`: the allocation is gone.
-    Destroyed,
-}
-
-impl TerminationState {
-    /// The wire value.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            TerminationState::Stopped => "stopped",
-            TerminationState::Destroyed => "destroyed",
-        }
-    }
-
-    /// The state of a wire value.
-    pub fn from_wire(s: &str) -> Option<Self> {
-        match s {
-            "stopped" => Some(TerminationState::Stopped),
-            "destroyed" => Some(TerminationState::Destroyed),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for TerminationState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// An accepted termination receipt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Receipt {
-    /// The lease's provider lease id.
-    pub provider_lease_id: String,
-    /// The confirmed state.
-    pub state: TerminationState,
-}
-
-impl Receipt {
-    /// A `stopped` receipt for `provider_lease_id`.
-    pub fn stopped(provider_lease_id: impl Into<String>) -> Self {
-        Receipt { provider_lease_id: provider_lease_id.into(), state: TerminationState::Stopped }
-    }
-
-    /// A `destroyed` receipt for `provider_lease_id`.
-    pub fn destroyed(provider_lease_id: impl Into<String>) -> Self {
-        Receipt { provider_lease_id: provider_lease_id.into(), state: TerminationState::Destroyed }
-    }
-
-    /// The wire result `{providerLeaseId, state}`.
-    pub fn to_json(&self) -> Value {
-        json!({"providerLeaseId": self.provider_lease_id, "state": self.state.as_str()})
-    }
-
-    /// True when the receipt settles a stop-and-retain intent: only `stopped` does; a
-    /// `destroyed` receipt leaves that cleanup pending (protocol.md D.7).
-    pub fn settles_stop_and_retain(&self) -> bool {
-        self.state == TerminationState::Stopped
-    }
-}
+pub use crate::methods::lease::{TerminationReceipt as Receipt, TerminationState};
 
 /// Why the host does not accept a result as a receipt. A rejected receipt on a
 /// `cancelActiveWork` release sends the lease to `pending_cleanup`.
@@ -113,12 +47,13 @@ pub fn accept_termination_receipt(
         .and_then(Value::as_str)
         .and_then(TerminationState::from_wire)
         .ok_or(ReceiptRejection::InvalidState)?;
-    Ok(Receipt { provider_lease_id: lease_provider_lease_id.to_owned(), state })
+    Ok(Receipt::new(lease_provider_lease_id, state))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn acceptance_rules() {

@@ -15,7 +15,19 @@ use serde_json::{json, Value};
 pub const STOP_ERROR_SCHEMA: &str = "paperclip/environment-stop-error/v1";
 
 /// Why a stop failed or could not be confirmed (provisional, decisions.md D6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StopErrorReason {
     /// `unrecoverable`: an unrecoverable provider error.
     Unrecoverable,
@@ -48,6 +60,11 @@ impl StopErrorReason {
             StopErrorReason::PolicyUnconfirmed => "policy_unconfirmed",
             StopErrorReason::Busy => "busy",
         }
+    }
+
+    /// The reason of a wire string, if known.
+    pub fn from_wire(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
     }
 }
 

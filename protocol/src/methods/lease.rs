@@ -1,2 +1,627 @@
 //! Lease lifecycle: validateConfig, probe, acquire, resume, release, destroy, stop
 //! (protocol.md D.1–D.7).
+//!
+//! # Null versus absent
+//!
+//! Where the wire gives `null` and an absent key different meanings, the field is an
+//! `Option<Option<T>>`: `None` is an absent key, `Some(None)` is `null`, `Some(Some(v))` is a
+//! value. This applies to [`EnvironmentBaseParams::issue_id`] and [`Lease::expires_at`]; each
+//! has an accessor that folds both to `Option<&str>`. A required nullable field such as
+//! [`Lease::provider_lease_id`] is an `Option<T>` that is always serialized (`null` for `None`).
+//! Every other optional field reads `null` as absent and is omitted when `None`.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A JSON object kept verbatim, key order preserved (`config`, `metadata`, `details`, …).
+pub type JsonObject = Map<String, Value>;
+
+pub(crate) mod wire;
+use wire::nullable;
+pub(crate) use wire::open_enum;
+
+/// The params every `environment*` method but `environmentValidateConfig` starts with
+/// (`PluginEnvironmentDriverBaseParams`, D.1). Other params types embed it with
+/// `#[serde(flatten)]`, so its keys sit at the top level of the params object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct EnvironmentBaseParams {
+    /// The driver key of the manifest's environment driver.
+    pub driver_key: String,
+    /// The company the call acts for.
+    pub company_id: String,
+    /// The environment.
+    pub environment_id: String,
+    /// The issue, when the call belongs to one: absent, `null` or a string (see module docs).
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    pub issue_id: Option<Option<String>>,
+    /// The environment config with secrets resolved and host keys stripped (C.5).
+    #[serde(default)]
+    pub config: JsonObject,
+    /// Params keys this crate does not know (D.1, D.14), preserved verbatim. When embedded in
+    /// a method's params, this holds the keys neither the base nor that method knows.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl EnvironmentBaseParams {
+    /// Base params with an empty config and no issue.
+    pub fn new(
+        driver_key: impl Into<String>,
+        company_id: impl Into<String>,
+        environment_id: impl Into<String>,
+    ) -> Self {
+        EnvironmentBaseParams {
+            driver_key: driver_key.into(),
+            company_id: company_id.into(),
+            environment_id: environment_id.into(),
+            issue_id: None,
+            config: JsonObject::new(),
+            extra: JsonObject::new(),
+        }
+    }
+
+    /// Sets the config.
+    pub fn with_config(mut self, config: JsonObject) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The issue id, `None` when absent or `null`.
+    pub fn issue_id(&self) -> Option<&str> {
+        self.issue_id.as_ref().and_then(|i| i.as_deref())
+    }
+}
+
+/// A provider lease (`PluginEnvironmentLease`, D.1): the result of acquire and resume, and the
+/// `lease` the host passes back to later calls.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Lease {
+    /// The provider's id of the allocation; `null` from resume means "not resumable" (D.5).
+    /// Always serialized.
+    pub provider_lease_id: Option<String>,
+    /// Provider metadata the host persists (secret-ref paths removed) and passes back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+    /// The real expiry as an ISO 8601 string: absent, `null` or a string (see module docs).
+    /// Both absent and `null` mean "no expiry"; the host passes leases back with `null`.
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Option<String>>,
+    /// Keys this crate does not know, preserved verbatim.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl Lease {
+    /// A lease on the allocation `provider_lease_id`, without metadata or expiry.
+    pub fn new(provider_lease_id: impl Into<String>) -> Self {
+        Lease { provider_lease_id: Some(provider_lease_id.into()), ..Lease::default() }
+    }
+
+    /// The "not resumable" answer of `environmentResumeLease`:
+    /// `{providerLeaseId: null, metadata}` (D.5).
+    pub fn not_resumable(metadata: JsonObject) -> Self {
+        Lease { provider_lease_id: None, metadata: Some(metadata), ..Lease::default() }
+    }
+
+    /// Sets the metadata.
+    pub fn with_metadata(mut self, metadata: JsonObject) -> Self {
+        self.metadata = Some(metadata);
+        self
+    }
+
+    /// Sets the expiry (an ISO 8601 timestamp).
+    pub fn with_expires_at(mut self, expires_at: impl Into<String>) -> Self {
+        self.expires_at = Some(Some(expires_at.into()));
+        self
+    }
+
+    /// The expiry, `None` when absent or `null`.
+    pub fn expires_at(&self) -> Option<&str> {
+        self.expires_at.as_ref().and_then(|e| e.as_deref())
+    }
+}
+
+/// The state a termination receipt confirms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TerminationState {
+    /// Execution ended; the allocation (and its files) still exist.
+    Stopped,
+    /// The allocation is gone.
+    Destroyed,
+}
+
+impl TerminationState {
+    /// The wire value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TerminationState::Stopped => "stopped",
+            TerminationState::Destroyed => "destroyed",
+        }
+    }
+
+    /// The state of a wire value.
+    pub fn from_wire(s: &str) -> Option<Self> {
+        match s {
+            "stopped" => Some(TerminationState::Stopped),
+            "destroyed" => Some(TerminationState::Destroyed),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for TerminationState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Proof that execution on a lease has ended (`PluginEnvironmentTerminationReceipt`, D.1).
+/// Return it only after the provider confirmed the end; a queued stop is not a receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TerminationReceipt {
+    /// Must equal the lease's `providerLeaseId`, or the host rejects the receipt.
+    pub provider_lease_id: String,
+    /// What was confirmed.
+    pub state: TerminationState,
+}
+
+impl TerminationReceipt {
+    /// A receipt for `provider_lease_id` in `state`.
+    pub fn new(provider_lease_id: impl Into<String>, state: TerminationState) -> Self {
+        TerminationReceipt { provider_lease_id: provider_lease_id.into(), state }
+    }
+
+    /// `{providerLeaseId, state: "stopped"}`.
+    pub fn stopped(provider_lease_id: impl Into<String>) -> Self {
+        Self::new(provider_lease_id, TerminationState::Stopped)
+    }
+
+    /// `{providerLeaseId, state: "destroyed"}`.
+    pub fn destroyed(provider_lease_id: impl Into<String>) -> Self {
+        Self::new(provider_lease_id, TerminationState::Destroyed)
+    }
+
+    /// The wire result `{providerLeaseId, state}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"providerLeaseId": self.provider_lease_id, "state": self.state.as_str()})
+    }
+
+    /// True when the receipt settles a stop-and-retain intent: only `stopped` does; a
+    /// `destroyed` receipt leaves that cleanup pending (protocol.md D.7).
+    pub fn settles_stop_and_retain(&self) -> bool {
+        self.state == TerminationState::Stopped
+    }
+}
+
+/// Params of `environmentValidateConfig` (D.2): no company, so no base params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ValidateConfigParams {
+    /// The driver key.
+    pub driver_key: String,
+    /// The config to validate.
+    #[serde(default)]
+    pub config: JsonObject,
+    /// Keys this crate does not know, preserved verbatim.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ValidateConfigParams {
+    /// Params for `driver_key` and `config`.
+    pub fn new(driver_key: impl Into<String>, config: JsonObject) -> Self {
+        ValidateConfigParams { driver_key: driver_key.into(), config, extra: JsonObject::new() }
+    }
+}
+
+/// Result of `environmentValidateConfig` (D.2). With `ok: false` the host answers HTTP 422
+/// with `errors[0]`; otherwise it persists `normalizedConfig` (or the original config).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ValidateConfigResult {
+    /// Whether the config is valid.
+    pub ok: bool,
+    /// Warnings shown to the operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+    /// Errors; the first one becomes the host's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<String>>,
+    /// The config to persist instead of the submitted one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalized_config: Option<JsonObject>,
+}
+
+impl ValidateConfigResult {
+    /// `{ok: true}`.
+    pub fn valid() -> Self {
+        ValidateConfigResult { ok: true, ..Default::default() }
+    }
+
+    /// `{ok: false, errors}`.
+    pub fn invalid<I: IntoIterator<Item = S>, S: Into<String>>(errors: I) -> Self {
+        ValidateConfigResult {
+            ok: false,
+            errors: Some(errors.into_iter().map(Into::into).collect()),
+            ..Default::default()
+        }
+    }
+
+    /// Appends a warning.
+    pub fn with_warning(mut self, warning: impl Into<String>) -> Self {
+        self.warnings.get_or_insert_with(Vec::new).push(warning.into());
+        self
+    }
+
+    /// Sets the normalized config.
+    pub fn with_normalized_config(mut self, config: JsonObject) -> Self {
+        self.normalized_config = Some(config);
+        self
+    }
+}
+
+/// Params of `environmentProbe` (D.3): the base params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ProbeParams {
+    /// The base params.
+    #[serde(flatten)]
+    pub base: EnvironmentBaseParams,
+}
+
+impl ProbeParams {
+    /// Probe params from base params.
+    pub fn new(base: EnvironmentBaseParams) -> Self {
+        ProbeParams { base }
+    }
+}
+
+/// Severity of a probe diagnostic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DiagnosticSeverity {
+    /// Informational.
+    Info,
+    /// A warning.
+    Warning,
+    /// An error.
+    Error,
+}
+
+/// One probe diagnostic (`PluginEnvironmentDiagnostic`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Diagnostic {
+    /// Severity.
+    pub severity: DiagnosticSeverity,
+    /// Human-readable text; never include secrets.
+    pub message: String,
+    /// A machine-readable code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Structured details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<JsonObject>,
+}
+
+impl Diagnostic {
+    /// A diagnostic without code or details.
+    pub fn new(severity: DiagnosticSeverity, message: impl Into<String>) -> Self {
+        Diagnostic { severity, message: message.into(), code: None, details: None }
+    }
+
+    /// Sets the code.
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
+    /// Sets the details.
+    pub fn with_details(mut self, details: JsonObject) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
+/// Result of `environmentProbe` (D.3).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ProbeResult {
+    /// Whether the provider is usable.
+    pub ok: bool,
+    /// A one-line summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Diagnostics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Vec<Diagnostic>>,
+    /// Provider metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonObject>,
+}
+
+impl ProbeResult {
+    /// `{ok}`.
+    pub fn new(ok: bool) -> Self {
+        ProbeResult { ok, ..Default::default() }
+    }
+
+    /// Sets the summary.
+    pub fn with_summary(mut self, summary: impl Into<String>) -> Self {
+        self.summary = Some(summary.into());
+        self
+    }
+
+    /// Appends a diagnostic.
+    pub fn with_diagnostic(mut self, diagnostic: Diagnostic) -> Self {
+        self.diagnostics.get_or_insert_with(Vec::new).push(diagnostic);
+        self
+    }
+
+    /// Sets the metadata.
+    pub fn with_metadata(mut self, metadata: JsonObject) -> Self {
+        self.metadata = Some(metadata);
+        self
+    }
+}
+
+open_enum! {
+    /// The lease policy the host chose for an acquisition (D.4, November tests).
+    pub enum LeasePolicy {
+        /// A fresh lease per run.
+        Ephemeral = "ephemeral",
+        /// A lease reused across runs of the environment.
+        ReuseByEnvironment = "reuse_by_environment",
+    }
+}
+
+open_enum! {
+    /// What happens to the provider resource on release or stop (D.6, D.7).
+    pub enum ResourceDisposition {
+        /// Leave it running.
+        KeepRunning = "keep_running",
+        /// Stop it and keep its files.
+        StopAndRetain = "stop_and_retain",
+        /// Delete it.
+        Destroy = "destroy",
+    }
+}
+
+/// The host's creation operation (decisions.md D5, provisional): sent on acquire when the
+/// driver declares `creationOperationVersion: 1`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct CreationOperation {
+    /// The creation-operation protocol version (only 1 is known).
+    pub version: u64,
+    /// The operation id (a UUID).
+    pub id: String,
+}
+
+impl CreationOperation {
+    /// Prefix of the provider creation name.
+    pub const NAME_PREFIX: &'static str = "paperclip-create-";
+    /// The label key the provider sets to [`CreationOperation::id`].
+    pub const ATTEMPT_LABEL: &'static str = "paperclip-create-attempt";
+
+    /// An operation of `version` with `id`.
+    pub fn new(version: u64, id: impl Into<String>) -> Self {
+        CreationOperation { version, id: id.into() }
+    }
+
+    /// The provider creation name `paperclip-create-<id>`.
+    pub fn creation_name(&self) -> String {
+        format!("{}{}", Self::NAME_PREFIX, self.id)
+    }
+}
+
+/// Params of `environmentAcquireLease` (D.4). Result: [`Lease`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct AcquireLeaseParams {
+    /// The base params.
+    #[serde(flatten)]
+    pub base: EnvironmentBaseParams,
+    /// The run (a fresh UUID for ad-hoc tests).
+    pub run_id: String,
+    /// The execution workspace mode (host-defined string).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_mode: Option<String>,
+    /// Declared; HOST-2026-09 never sends it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_cwd: Option<String>,
+    /// The agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The execution workspace (`null` reads as absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_workspace_id: Option<String>,
+    /// The harness of this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter_type: Option<String>,
+    /// Generic plugin-driver path only (`null` reads as absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_workspace_settings: Option<JsonObject>,
+    /// Latest time the lease may stay active (ISO 8601); bound the sandbox at or before it
+    /// and return the real expiry, or return none (`null` reads as absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_expires_at: Option<String>,
+    /// The lease policy (November).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_policy: Option<LeasePolicy>,
+    /// The creation operation (decisions.md D5, provisional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_operation: Option<CreationOperation>,
+}
+
+impl AcquireLeaseParams {
+    /// Params for `run_id` with every optional field absent.
+    pub fn new(base: EnvironmentBaseParams, run_id: impl Into<String>) -> Self {
+        AcquireLeaseParams {
+            base,
+            run_id: run_id.into(),
+            workspace_mode: None,
+            requested_cwd: None,
+            agent_id: None,
+            execution_workspace_id: None,
+            adapter_type: None,
+            execution_workspace_settings: None,
+            requested_expires_at: None,
+            lease_policy: None,
+            creation_operation: None,
+        }
+    }
+}
+
+/// Params of `environmentResumeLease` (D.5). Result: [`Lease`], or
+/// [`Lease::not_resumable`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ResumeLeaseParams {
+    /// The base params.
+    #[serde(flatten)]
+    pub base: EnvironmentBaseParams,
+    /// The lease to resume.
+    pub provider_lease_id: String,
+    /// The full persisted lease metadata, host keys included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_metadata: Option<JsonObject>,
+}
+
+impl ResumeLeaseParams {
+    /// Params for `provider_lease_id` without metadata.
+    pub fn new(base: EnvironmentBaseParams, provider_lease_id: impl Into<String>) -> Self {
+        ResumeLeaseParams {
+            base,
+            provider_lease_id: provider_lease_id.into(),
+            lease_metadata: None,
+        }
+    }
+}
+
+/// Params of `environmentReleaseLease` and `environmentDestroyLease` (D.6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ReleaseLeaseParams {
+    /// The base params.
+    #[serde(flatten)]
+    pub base: EnvironmentBaseParams,
+    /// The lease; `null` when the host never got one. Always serialized.
+    pub provider_lease_id: Option<String>,
+    /// The persisted lease metadata (may hold `failedCreateCleanup`, F.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_metadata: Option<JsonObject>,
+    /// Sent only when true: terminate active work, and return a receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_active_work: Option<bool>,
+    /// The run's status (November tests, e.g. "failed").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_status: Option<String>,
+    /// What to do with the resource (November tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_disposition: Option<ResourceDisposition>,
+}
+
+impl ReleaseLeaseParams {
+    /// Params for `provider_lease_id` with every optional field absent.
+    pub fn new(base: EnvironmentBaseParams, provider_lease_id: Option<String>) -> Self {
+        ReleaseLeaseParams {
+            base,
+            provider_lease_id,
+            lease_metadata: None,
+            cancel_active_work: None,
+            run_status: None,
+            resource_disposition: None,
+        }
+    }
+
+    /// `cancelActiveWork`, false when absent.
+    pub fn cancel_active_work(&self) -> bool {
+        self.cancel_active_work.unwrap_or(false)
+    }
+}
+
+/// Params of `environmentDestroyLease`: the same shape as release.
+pub type DestroyLeaseParams = ReleaseLeaseParams;
+
+/// Result of `environmentAcquireLease`.
+pub type AcquireLeaseResult = Lease;
+/// Result of `environmentResumeLease`.
+pub type ResumeLeaseResult = Lease;
+/// Result of `environmentReleaseLease`: a receipt, or `null` (void).
+pub type ReleaseLeaseResult = Option<TerminationReceipt>;
+/// Result of `environmentDestroyLease`: a receipt, or `null` (void).
+pub type DestroyLeaseResult = Option<TerminationReceipt>;
+/// Result of `environmentStopLease`.
+pub type StopLeaseResult = TerminationReceipt;
+
+/// Params of `environmentStopLease` (`paperclip-2026-11`, decisions.md D6). Result: a
+/// [`TerminationReceipt`]; a failed or unconfirmed stop is an error carrying a stop-error
+/// envelope with a [`StopErrorReason`], and never deletes anything.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct StopLeaseParams {
+    /// The base params.
+    #[serde(flatten)]
+    pub base: EnvironmentBaseParams,
+    /// The exact allocation to stop.
+    pub provider_lease_id: String,
+    /// The persisted lease metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_metadata: Option<JsonObject>,
+    /// `true` in every known host call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_active_work: Option<bool>,
+    /// `stop_and_retain` in every known host call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_disposition: Option<ResourceDisposition>,
+}
+
+impl StopLeaseParams {
+    /// Params as the host sends them: `cancelActiveWork: true`,
+    /// `resourceDisposition: "stop_and_retain"`, no metadata.
+    pub fn new(base: EnvironmentBaseParams, provider_lease_id: impl Into<String>) -> Self {
+        StopLeaseParams {
+            base,
+            provider_lease_id: provider_lease_id.into(),
+            lease_metadata: None,
+            cancel_active_work: Some(true),
+            resource_disposition: Some(ResourceDisposition::StopAndRetain),
+        }
+    }
+}
+
+/// The typed stop error of decisions.md D6 is owned by [`crate::envelope::stop_error`];
+/// re-exported here beside the stop params it answers.
+pub use crate::envelope::stop_error::{StopErrorReason, STOP_ERROR_SCHEMA};
+
+/// Deserializes `T` from a JSON value (test helper shared by the method modules).
+#[cfg(test)]
+pub(crate) fn from_json<T: for<'de> Deserialize<'de>>(v: Value) -> T {
+    serde_json::from_value(v).expect("deserialize")
+}
+
+#[cfg(test)]
+mod tests;

@@ -13,7 +13,172 @@ pub mod setup;
 pub mod sync;
 pub mod workspace;
 
+pub use self::{execute::*, handshake::*, host::*, lease::*, setup::*, sync::*, workspace::*};
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
 use crate::profile::HostProfile;
+
+/// Bounds every params and result type of [`RpcMethod`] and [`RpcNotification`] meets.
+pub trait WireType:
+    DeserializeOwned + Serialize + JsonSchema + fmt::Debug + Send + 'static
+{
+}
+
+impl<T: DeserializeOwned + Serialize + JsonSchema + fmt::Debug + Send + 'static> WireType for T {}
+
+/// Who sends a method's request or notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// The host calls the worker.
+    HostToWorker,
+    /// The worker calls the host.
+    WorkerToHost,
+}
+
+/// A request method: ties the name constant to its params and result types. Each method has
+/// a zero-sized marker type implementing it (for example [`EnvironmentExecute`]); the SDK
+/// dispatches through it. A void result is `()` (`null` on the wire).
+pub trait RpcMethod {
+    /// The wire name (one of [`name`]).
+    const NAME: &'static str;
+    /// Who sends the request.
+    const DIRECTION: Direction;
+    /// The params type.
+    type Params: WireType;
+    /// The result type.
+    type Result: WireType;
+}
+
+/// A notification (no id, no answer): ties the name to its params type.
+pub trait RpcNotification {
+    /// The wire name (one of [`name`]).
+    const NAME: &'static str;
+    /// Who sends the notification.
+    const DIRECTION: Direction;
+    /// The params type.
+    type Params: WireType;
+}
+
+/// Visits every method and notification with known types; see [`visit_methods`].
+pub trait MethodVisitor {
+    /// Called once per request method.
+    fn method<M: RpcMethod>(&mut self);
+    /// Called once per notification.
+    fn notification<N: RpcNotification>(&mut self);
+}
+
+macro_rules! rpc_methods {
+    (
+        methods { $( $(#[$m:meta])* $marker:ident = $dir:ident $name:path, $params:ty => $result:ty; )+ }
+        notifications { $( $(#[$nm:meta])* $nmarker:ident = $ndir:ident $nname:path, $nparams:ty; )+ }
+    ) => {
+        $(
+            $(#[$m])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+            pub struct $marker;
+
+            impl RpcMethod for $marker {
+                const NAME: &'static str = $name;
+                const DIRECTION: Direction = Direction::$dir;
+                type Params = $params;
+                type Result = $result;
+            }
+        )+
+        $(
+            $(#[$nm])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+            pub struct $nmarker;
+
+            impl RpcNotification for $nmarker {
+                const NAME: &'static str = $nname;
+                const DIRECTION: Direction = Direction::$ndir;
+                type Params = $nparams;
+            }
+        )+
+
+        /// Calls the visitor for every request method (in this order: handshake,
+        /// `environment*` hooks, worker→host requests) and every notification.
+        pub fn visit_methods<V: MethodVisitor>(visitor: &mut V) {
+            $( visitor.method::<$marker>(); )+
+            $( visitor.notification::<$nmarker>(); )+
+        }
+    };
+}
+
+rpc_methods! {
+    methods {
+        /// `initialize`.
+        Initialize = HostToWorker name::INITIALIZE, InitializeParams => InitializeResult;
+        /// `health`.
+        Health = HostToWorker name::HEALTH, HealthParams => HealthResult;
+        /// `shutdown` (void).
+        Shutdown = HostToWorker name::SHUTDOWN, ShutdownParams => ();
+        /// `configChanged` (void).
+        ConfigChanged = HostToWorker name::CONFIG_CHANGED, ConfigChangedParams => ();
+        /// `environmentValidateConfig`.
+        EnvironmentValidateConfig = HostToWorker name::ENVIRONMENT_VALIDATE_CONFIG,
+            ValidateConfigParams => ValidateConfigResult;
+        /// `environmentProbe`.
+        EnvironmentProbe = HostToWorker name::ENVIRONMENT_PROBE, ProbeParams => ProbeResult;
+        /// `environmentAcquireLease`.
+        EnvironmentAcquireLease = HostToWorker name::ENVIRONMENT_ACQUIRE_LEASE,
+            AcquireLeaseParams => AcquireLeaseResult;
+        /// `environmentResumeLease`.
+        EnvironmentResumeLease = HostToWorker name::ENVIRONMENT_RESUME_LEASE,
+            ResumeLeaseParams => ResumeLeaseResult;
+        /// `environmentReleaseLease`.
+        EnvironmentReleaseLease = HostToWorker name::ENVIRONMENT_RELEASE_LEASE,
+            ReleaseLeaseParams => ReleaseLeaseResult;
+        /// `environmentDestroyLease`.
+        EnvironmentDestroyLease = HostToWorker name::ENVIRONMENT_DESTROY_LEASE,
+            DestroyLeaseParams => DestroyLeaseResult;
+        /// `environmentStopLease` (`paperclip-2026-11`).
+        EnvironmentStopLease = HostToWorker name::ENVIRONMENT_STOP_LEASE,
+            StopLeaseParams => StopLeaseResult;
+        /// `environmentRealizeWorkspace`.
+        EnvironmentRealizeWorkspace = HostToWorker name::ENVIRONMENT_REALIZE_WORKSPACE,
+            RealizeWorkspaceParams => RealizeWorkspaceResult;
+        /// `environmentExecute`.
+        EnvironmentExecute = HostToWorker name::ENVIRONMENT_EXECUTE, ExecuteParams => ExecuteResult;
+        /// `environmentRunnerIngressEndpoint`.
+        EnvironmentRunnerIngressEndpoint = HostToWorker name::ENVIRONMENT_RUNNER_INGRESS_ENDPOINT,
+            RunnerIngressEndpointParams => RunnerIngressEndpointResult;
+        /// `environmentSyncIn`.
+        EnvironmentSyncIn = HostToWorker name::ENVIRONMENT_SYNC_IN, SyncInParams => SyncResult;
+        /// `environmentSyncOut`.
+        EnvironmentSyncOut = HostToWorker name::ENVIRONMENT_SYNC_OUT, SyncOutParams => SyncResult;
+        /// `environmentStartInteractiveSetup`.
+        EnvironmentStartInteractiveSetup = HostToWorker name::ENVIRONMENT_START_INTERACTIVE_SETUP,
+            StartInteractiveSetupParams => StartInteractiveSetupResult;
+        /// `environmentGetInteractiveSetup`.
+        EnvironmentGetInteractiveSetup = HostToWorker name::ENVIRONMENT_GET_INTERACTIVE_SETUP,
+            GetInteractiveSetupParams => GetInteractiveSetupResult;
+        /// `environmentCaptureTemplate`.
+        EnvironmentCaptureTemplate = HostToWorker name::ENVIRONMENT_CAPTURE_TEMPLATE,
+            CaptureTemplateParams => CaptureTemplateResult;
+        /// `environmentCancelInteractiveSetup`.
+        EnvironmentCancelInteractiveSetup = HostToWorker name::ENVIRONMENT_CANCEL_INTERACTIVE_SETUP,
+            CancelInteractiveSetupParams => CancelInteractiveSetupResult;
+        /// `environmentDeleteTemplate`.
+        EnvironmentDeleteTemplate = HostToWorker name::ENVIRONMENT_DELETE_TEMPLATE,
+            DeleteTemplateParams => DeleteTemplateResult;
+        /// Worker→host `log` as a request (void); also a notification.
+        Log = WorkerToHost name::LOG, LogParams => ();
+        /// Worker→host `config.get`: the company's plugin config.
+        ConfigGet = WorkerToHost name::CONFIG_GET, ConfigGetParams => JsonObject;
+    }
+    notifications {
+        /// Worker→host `execute.log`.
+        ExecuteLog = WorkerToHost name::EXECUTE_LOG, ExecuteLogParams;
+        /// Worker→host `log` as a notification.
+        LogNotification = WorkerToHost name::LOG, LogParams;
+    }
+}
 
 /// Method-name constants, host→worker and worker→host.
 pub mod name {
@@ -188,6 +353,32 @@ pub const ALWAYS_SUPPORTED: &[&str] = &[name::HEALTH, name::SHUTDOWN];
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_host_to_worker_marker_is_in_the_registry() {
+        struct Check(Vec<&'static str>);
+        impl MethodVisitor for Check {
+            fn method<M: RpcMethod>(&mut self) {
+                if M::DIRECTION == Direction::HostToWorker {
+                    assert!(is_known(M::NAME), "{} missing from METHODS", M::NAME);
+                } else {
+                    assert!(!is_known(M::NAME), "{} is worker→host", M::NAME);
+                }
+                self.0.push(M::NAME);
+            }
+            fn notification<N: RpcNotification>(&mut self) {
+                assert_eq!(N::DIRECTION, Direction::WorkerToHost);
+            }
+        }
+        let mut c = Check(Vec::new());
+        visit_methods(&mut c);
+        assert_eq!(c.0.len(), 23);
+        let env = METHODS
+            .iter()
+            .filter(|m| m.family == MethodFamily::Environment && !m.schema_unknown)
+            .count();
+        assert_eq!(c.0.iter().filter(|n| n.starts_with("environment")).count(), env);
+    }
 
     #[test]
     fn registry_has_no_duplicates_and_every_environment_hook() {
