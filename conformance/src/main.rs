@@ -26,6 +26,8 @@ enum Command {
     /// Sandbox capability tools.
     #[command(subcommand)]
     Capabilities(cli::capabilities::CapabilitiesCommand),
+    /// Package a worker binary as an npm-installable plugin folder.
+    Package(cli::package::PackageArgs),
 }
 
 fn main() -> ExitCode {
@@ -33,5 +35,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Manifest(cmd) => cmd.run(),
         Command::Capabilities(cmd) => cmd.run(),
+        Command::Package(args) => args.run(),
     }
 }

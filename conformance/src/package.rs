@@ -186,7 +186,8 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> PackageError + '_ {
 /// Writes the plugin folder described in the module docs.
 pub fn package(opts: &PackageOptions) -> Result<PackagedPlugin, PackageError> {
     let binary_name = binary_file_name(&opts.worker)?;
-    let (mut manifest, manifest_source, command) = read_worker_manifest(&opts.worker, opts.profile)?;
+    let (mut manifest, manifest_source, command) =
+        read_worker_manifest(&opts.worker, opts.profile)?;
     let stripped_fields = if opts.profile.is_november() {
         Vec::new()
     } else {
@@ -267,7 +268,8 @@ fn set_executable(_path: &Path) -> Result<(), PackageError> {
 }
 
 fn binary_file_name(worker: &Path) -> Result<String, PackageError> {
-    let err = |reason: &str| PackageError::Worker { path: worker.to_path_buf(), reason: reason.into() };
+    let err =
+        |reason: &str| PackageError::Worker { path: worker.to_path_buf(), reason: reason.into() };
     let meta = fs::metadata(worker).map_err(|e| err(&e.to_string()))?;
     if !meta.is_file() {
         return Err(err("not a file"));
@@ -403,7 +405,9 @@ pub fn validate_npm_name(name: &str) -> Result<(), &'static str> {
                 return Err("a scoped name must look like @scope/name");
             };
             if !part_ok(scope) {
-                return Err("the scope must be lowercase a-z 0-9 - . _ ~, not starting with . or _");
+                return Err(
+                    "the scope must be lowercase a-z 0-9 - . _ ~, not starting with . or _",
+                );
             }
             bare
         }

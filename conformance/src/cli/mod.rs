@@ -2,6 +2,7 @@
 
 pub mod capabilities;
 pub mod manifest;
+pub mod package;
 
 use std::io::Read;
 use std::path::Path;
