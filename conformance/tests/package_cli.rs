@@ -7,6 +7,7 @@
 //! the binary is); `local_provider_*` tests package the real Rust example worker.
 
 use std::fs;
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -274,23 +275,27 @@ fn profile_2026_09_strips_november_fields_and_passes_the_published_schema() {
 
     // The published validator: @paperclipai/shared 2026.916.1 pluginManifestV1Schema.
     ensure_real_host_deps();
-    let verdict = |manifest: &Value| -> Value {
-        let script = "import { pluginManifestV1Schema } from '@paperclipai/shared';\n\
-             const r = pluginManifestV1Schema.safeParse(JSON.parse(process.argv[1]));\n\
-             console.log(JSON.stringify(r.success ? { ok: true } : { ok: false, issues: r.error.issues }));";
-        let out = Command::new("node")
-            .args(["--input-type=module", "-e", script])
-            .arg(manifest.to_string())
-            .current_dir(real_host_dir())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
-    assert_eq!(verdict(&manifest09), json!({"ok": true}));
-    let rejected = verdict(&manifest11);
+    assert_eq!(published_verdict(&manifest09), json!({"ok": true}));
+    let rejected = published_verdict(&manifest11);
     assert_eq!(rejected["ok"], false, "the published host must reject the November fields");
     assert!(rejected.to_string().contains("unrecognized_keys"), "{rejected}");
+}
+
+/// The verdict of the published validator (`pluginManifestV1Schema` of @paperclipai/shared
+/// 2026.916.1): `{"ok": true}` or `{"ok": false, "issues": [...]}`.
+fn published_verdict(manifest: &Value) -> Value {
+    ensure_real_host_deps();
+    let script = "import { pluginManifestV1Schema } from '@paperclipai/shared';\n\
+         const r = pluginManifestV1Schema.safeParse(JSON.parse(process.argv[1]));\n\
+         console.log(JSON.stringify(r.success ? { ok: true } : { ok: false, issues: r.error.issues }));";
+    let out = Command::new("node")
+        .args(["--input-type=module", "-e", script])
+        .arg(manifest.to_string())
+        .current_dir(real_host_dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// `npm ci` in the real-host interop folder when its node_modules is missing.
@@ -458,18 +463,80 @@ fn local_provider_packages_for_both_profiles() {
         assert_layout(&out, "local-provider", &stdout);
         let imported = imported_manifest(&out, tmp.path());
         assert_eq!(imported["entrypoints"]["worker"], "./dist/worker.cjs");
-        let mut expected = with_shim_entrypoint(manifest_of(&worker, &[]));
+        // The binary's own output for the profile (plain `--manifest` when it refused
+        // `--profile`), minus the November-only driver fields for 2026-09.
+        let mut expected = if stdout.contains("(manifest from --manifest --profile)") {
+            manifest_of(&worker, &["--profile", profile])
+        } else {
+            manifest_of(&worker, &[])
+        };
         if profile == "paperclip-2026-09" {
             for driver in expected["environmentDrivers"].as_array_mut().into_iter().flatten() {
                 let d = driver.as_object_mut().unwrap();
                 d.shift_remove("defaultAcquireTimeoutMs");
                 d.shift_remove("creationOperationVersion");
             }
-            // The binary may shape its 2026-09 manifest differently; compare what it prints.
-            if stdout.contains("(manifest from --manifest --profile)") {
-                expected = with_shim_entrypoint(manifest_of(&worker, &["--profile", profile]));
-            }
         }
+        let expected = with_shim_entrypoint(expected);
         assert_eq!(imported, expected, "{profile}");
+        if profile == "paperclip-2026-09" {
+            assert_eq!(published_verdict(&imported), json!({"ok": true}));
+        }
+    }
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        if ppid == Some(&pid.to_string()) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// SIGKILL of the shim while its stdin stays open (so the worker sees no EOF): the Rust SDK's
+/// PR_SET_PDEATHSIG must end the native worker.
+#[test]
+fn local_provider_dies_with_its_sigkilled_shim_by_pdeathsig() {
+    let Some(worker) = local_provider() else { return };
+    let tmp = TempDir::new("pdeathsig");
+    let plugin = tmp.path().join("plugin");
+    package_ok(&worker, &plugin, &[]);
+    let mut shim = Command::new("node")
+        .arg(plugin.join("dist/worker.cjs"))
+        .current_dir(tmp.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Once the worker answers initialize, its runtime has set PR_SET_PDEATHSIG.
+    let mut stdin_kept_open = shim.stdin.take().unwrap();
+    let manifest = imported_manifest(&plugin, tmp.path());
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"manifest": manifest, "config": {}, "databaseNamespace": null}});
+    writeln!(stdin_kept_open, "{init}").unwrap();
+    let stdout = shim.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let answer = rx.recv_timeout(Duration::from_secs(30)).expect("no initialize answer");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["result"]["ok"], true, "{answer}");
+    let native = children_of(shim.id());
+    assert_eq!(native.len(), 1, "the shim has one native child");
+    shim.kill().unwrap();
+    shim.wait().unwrap();
+    for pid in native {
+        assert!(wait_gone(pid), "native worker {pid} outlived its SIGKILLed shim");
     }
 }
