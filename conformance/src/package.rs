@@ -41,8 +41,9 @@
 //!    binary ships inside the package. If a package manager dropped its executable bit, the
 //!    shim restores mode 0755 before spawning when the folder is writable.
 //! 4. **Orphans.** The host signals only the shim's pid. The shim forwards SIGTERM, SIGINT and
-//!    SIGHUP to the binary, exits with the binary's exit code, and re-raises the signal that
-//!    ended the binary. SIGKILL cannot be caught: when the shim is SIGKILLed, a worker built with
+//!    SIGHUP to the binary (its handlers are installed before the binary starts, so an early
+//!    signal cannot kill the shim and leave the binary behind), exits with the binary's exit
+//!    code, and re-raises the signal that ended the binary. SIGKILL cannot be caught: when the shim is SIGKILLed, a worker built with
 //!    the paperclip-sandbox Rust SDK gets SIGTERM through `PR_SET_PDEATHSIG` (Linux), and any
 //!    worker sees EOF on stdin once the host closes its end of the pipe (Node destroys a
 //!    child's stdin when the child exits). Workers that are not built with the SDK should exit
@@ -62,9 +63,10 @@
 //! does. Publish one package per platform (or per-platform `optionalDependencies`) for more.
 
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Map, Value};
@@ -186,8 +188,9 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> PackageError + '_ {
 /// Writes the plugin folder described in the module docs.
 pub fn package(opts: &PackageOptions) -> Result<PackagedPlugin, PackageError> {
     let binary_name = binary_file_name(&opts.worker)?;
-    let (mut manifest, manifest_source, command) =
-        read_worker_manifest(&opts.worker, opts.profile)?;
+    // A bare name would be looked up on PATH by Command; the file checked is the one run.
+    let worker = fs::canonicalize(&opts.worker).map_err(io_err(&opts.worker))?;
+    let (mut manifest, manifest_source, command) = read_worker_manifest(&worker, opts.profile)?;
     let stripped_fields = if opts.profile.is_november() {
         Vec::new()
     } else {
@@ -241,7 +244,7 @@ pub fn package(opts: &PackageOptions) -> Result<PackagedPlugin, PackageError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err(&bin_path)(e)),
     }
-    fs::copy(&opts.worker, &bin_path).map_err(io_err(&bin_path))?;
+    fs::copy(&worker, &bin_path).map_err(io_err(&bin_path))?;
     set_executable(&bin_path)?;
     files.push(PathBuf::from(bin_rel));
 
@@ -309,13 +312,7 @@ fn run_manifest(worker: &Path, args: &[&str]) -> Result<(Value, String), Package
         .collect::<Vec<_>>()
         .join(" ");
     let fail = |detail: String| PackageError::ManifestCommand { command: command.clone(), detail };
-    let output = Command::new(worker)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| fail(format!("cannot run it: {e}")))?;
+    let output = run_with_timeout(worker, args, MANIFEST_TIMEOUT).map_err(fail)?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
@@ -329,6 +326,48 @@ fn run_manifest(worker: &Path, args: &[&str]) -> Result<(Value, String), Package
         }
         Err(e) => Err(fail(format!("it printed no JSON object: {e}"))),
     }
+}
+
+/// How long `<binary> --manifest` may run before it is killed.
+pub const MANIFEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn run_with_timeout(program: &Path, args: &[&str], timeout: Duration) -> Result<Output, String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run it: {e}"))?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() < timeout => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("it did not exit within {} s", timeout.as_secs()));
+            }
+            Err(e) => return Err(format!("cannot wait for it: {e}")),
+        }
+    };
+    Ok(Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
 }
 
 /// Removes [`NOVEMBER_ONLY_DRIVER_FIELDS`] from every `environmentDrivers` entry and returns the

@@ -21,7 +21,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_sandbox-conformance");
 /// The stand-in worker. `--manifest` prints a manifest with the two November driver fields and
 /// refuses any further argument (like a binary without `--profile`). As a worker it reads
 /// commands from stdin: `info` (cwd, HOME, fd 3, NODE_CHANNEL_FD, pid), `exit N`, `wait` (traps
-/// TERM/HUP/INT with exit 143/129/130), `selfkill` (SIGKILL itself).
+/// TERM/HUP/INT with exit 143/129/130), `selfkill` (SIGKILL itself). `wait` gives up after about 30 s.
 const STAND_IN: &str = r#"#!/bin/sh
 if [ "$1" = "--manifest" ]; then
   if [ -n "$2" ]; then echo "error: unexpected argument '$2'" >&2; exit 2; fi
@@ -38,7 +38,7 @@ while read -r line; do
     selfkill) kill -KILL $$;;
     wait) trap 'echo got-TERM; exit 143' TERM; trap 'echo got-HUP; exit 129' HUP
           trap 'echo got-INT; exit 130' INT
-          echo waiting; while :; do sleep 0.05; done;;
+          echo waiting; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exit 99;;
   esac
 done
 exit 0
@@ -73,6 +73,8 @@ const { code, signal } = await exited;
 await new Promise((r) => setTimeout(r, 50));
 clearTimeout(deadline);
 console.log(JSON.stringify({ lines, stderr, code, signal, shimPid: child.pid }));
+// Do not wait for a process that outlived the shim and still holds the stdio pipes.
+process.exit(0);
 "#;
 
 /// A fresh, empty directory for one test.

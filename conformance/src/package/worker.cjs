@@ -51,20 +51,14 @@ for (const [key, value] of Object.entries(process.env)) {
   if (!key.startsWith("NODE_CHANNEL_")) env[key] = value;
 }
 
-let child;
-try {
-  child = spawn(BINARY, process.argv.slice(2), {
-    stdio: ["inherit", "inherit", "inherit"],
-    env,
-    windowsHide: true,
-  });
-} catch (err) {
-  fail(`cannot start ${BINARY}: ${err && err.message ? err.message : err}`, 127);
-}
-
+// Forwarders are installed before the binary starts: a signal that arrives while spawn() runs is
+// delivered to them once this synchronous script ends, when `child` is set, instead of killing
+// the shim with the binary left behind.
+let child = null;
 const forwarders = new Map();
 for (const signal of FORWARDED_SIGNALS) {
   const forward = () => {
+    if (!child) return;
     try {
       child.kill(signal);
     } catch {
@@ -73,6 +67,16 @@ for (const signal of FORWARDED_SIGNALS) {
   };
   forwarders.set(signal, forward);
   process.on(signal, forward);
+}
+
+try {
+  child = spawn(BINARY, process.argv.slice(2), {
+    stdio: ["inherit", "inherit", "inherit"],
+    env,
+    windowsHide: true,
+  });
+} catch (err) {
+  fail(`cannot start ${BINARY}: ${err && err.message ? err.message : err}`, 127);
 }
 
 child.on("error", (err) => {
