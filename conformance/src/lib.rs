@@ -1,2 +1,39 @@
 //! Conformance harness for Paperclip sandbox-provider workers.
+//!
+//! The harness spawns any worker binary in its own process group and acts as the Paperclip
+//! host over NDJSON stdio, judging every frame through the protocol crate (never through the
+//! SDK). The pieces, bottom up:
+//!
+//! | Module | Role |
+//! |---|---|
+//! | [`process`] | spawn in a process group, stdio threads, shutdown ladder, kill on drop |
+//! | [`transcript`] | every line both ways with timestamps; failure artifacts |
+//! | [`host`] | the host side: requests, worker→host calls, notifications, observations |
+//! | [`requirements`] | the requirement catalogue (id, level, statement, reference) |
+//! | [`registry`] | the checks, their gates and skip reasons |
+//! | [`context`] | what a check sees: options, manifest, facts, session, ledger |
+//! | [`ledger`] | leases acquired by a check, destroyed afterwards |
+//! | [`checks`] | the checks, one module per family |
+//! | [`runner`] | a whole run: prepare, run, report |
+//! | [`report`] | human, JSON and JUnit output; the expected-failures baseline |
+//! | [`replay`] | re-send a failure transcript to a fresh worker and diff the answers |
+//! | [`package`] | turn a worker binary into an npm-installable plugin folder (Node shim) |
+
+pub mod checks;
+pub mod context;
+pub mod error;
+pub mod host;
+pub mod ids;
+pub mod ledger;
 pub mod package;
+pub mod process;
+pub mod registry;
+pub mod replay;
+pub mod report;
+pub mod requirements;
+pub mod runner;
+pub mod transcript;
+
+pub use context::RunOptions;
+pub use error::HarnessError;
+pub use report::RunReport;

@@ -1,7 +1,7 @@
 //! `sandbox-conformance` command-line tool.
 //!
-//! Exit codes: 0 success (a valid manifest), 1 a check failed (an invalid manifest), 2 a usage
-//! error, an I/O error or input that is not JSON.
+//! Exit codes: 0 success (a valid manifest, a conforming worker), 1 a check failed, 2 a usage
+//! error, an I/O error, input that is not JSON, or a worker that cannot be spawned.
 
 mod cli;
 
@@ -26,6 +26,10 @@ enum Command {
     /// Sandbox capability tools.
     #[command(subcommand)]
     Capabilities(cli::capabilities::CapabilitiesCommand),
+    /// Spawn a worker, act as the host, and run the conformance checks.
+    Run(Box<cli::run::RunArgs>),
+    /// Re-send a failure transcript to a fresh worker and diff the answers.
+    Replay(cli::replay::ReplayArgs),
     /// Package a worker binary as an npm-installable plugin folder.
     Package(cli::package::PackageArgs),
 }
@@ -35,6 +39,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Manifest(cmd) => cmd.run(),
         Command::Capabilities(cmd) => cmd.run(),
+        Command::Run(args) => cli::run::main(*args),
+        Command::Replay(args) => cli::replay::main(args),
         Command::Package(args) => args.run(),
     }
 }

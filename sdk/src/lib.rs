@@ -1,3 +1,261 @@
 //! Write a Paperclip sandbox-provider plugin worker in Rust.
+//!
+//! The host spawns the worker and speaks JSON-RPC 2.0 over NDJSON on its stdin and stdout
+//! (protocol.md A). This crate is the worker side: implement [`SandboxProvider`], declare the
+//! plugin manifest with [`#[derive(PluginManifest)]`](macro@PluginManifest), hand the provider
+//! to [`run_plugin`], and the runtime does the rest.
+//!
+//! ```no_run
+//! use paperclip_sandbox_sdk::prelude::*;
+//!
+//! /// The provider's config, as the host stores it (its JSON Schema becomes `configSchema`).
+//! #[derive(JsonSchema)]
+//! #[allow(dead_code)]
+//! struct MyConfig {
+//!     /// API token (a secret reference in the host's config form).
+//!     token: Secret,
+//! }
+//!
+//! #[derive(PluginManifest)]
+//! #[plugin(
+//!     id = "acme.my-sandbox",
+//!     display_name = "My Sandbox",
+//!     description = "Runs agent commands in My Sandbox.",
+//!     author = "Acme",
+//! )]
+//! #[driver(
+//!     key = "my-sandbox",
+//!     display_name = "My Sandbox",
+//!     config = MyConfig,
+//!     capabilities(incrementalSessionOutput),
+//!     default_acquire_timeout_ms = 120_000,
+//! )]
+//! struct MyProvider;
+//!
+//! #[provider]
+//! impl SandboxProvider for MyProvider {
+//!     async fn probe(&self, _params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
+//!         Ok(ProbeResult::new(true))
+//!     }
+//!
+//!     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
+//!         cx.execute_log(OutputStream::Stdout, "hello\n");
+//!         let _ = params.command;
+//!         Ok(ExecuteResult::exited(0).with_stdout("hello\n"))
+//!     }
+//! }
+//!
+//! fn main() -> std::io::Result<()> {
+//!     paperclip_sandbox_sdk::init_tracing();
+//!     // `my-worker --manifest [--profile paperclip-2026-09]` prints the manifest;
+//!     // without arguments the worker serves the host over stdin/stdout.
+//!     paperclip_sandbox_sdk::run_plugin(MyProvider)
+//! }
+//! ```
+//!
+//! # Design
+//!
+//! * **`supportedMethods` cannot drift.** [`#[provider]`](macro@provider) reads the hooks written in
+//!   the impl block, maps each to its wire name through the protocol crate's constants, and
+//!   generates [`SandboxProvider::implemented_methods`] from them; a method that is not a hook
+//!   is a compile error at its name. The runtime serves exactly the listed hooks (`-32004`
+//!   for any other known method, `-32601` for unknown ones) and advertises exactly them plus
+//!   `health` and `shutdown`. The macro also applies `#[async_trait]`.
+//! * **The manifest cannot lie.** [`#[derive(PluginManifest)]`](macro@PluginManifest) writes
+//!   the manifest from attributes, checks them with the protocol crate's validator and
+//!   capability table while the provider compiles, and refuses a declared capability whose
+//!   required methods the `#[provider]` block does not implement (through
+//!   [`ImplementedHooks`], a constant the attribute emits). [`run_plugin`] answers
+//!   `--manifest [--profile …]` ([`cli`]); [`manifest::manifest_module`] writes the
+//!   `manifest.js` the host installs.
+//! * **The runtime is layers** ([`runtime`]): a cancellation-safe line reader with a frame cap,
+//!   one writer task that batches frames and flushes once per batch, a dispatcher that runs
+//!   requests concurrently (bounded; the reader never waits for capacity) and notifications in
+//!   order, and a peer for worker→host calls with its own ids. The low-level
+//!   [`runtime::dispatch::Handler`] trait is what the runtime drives;
+//!   [`SandboxProvider`] is a typed adapter on top.
+//! * **stdout is the protocol.** [`Worker::serve_stdio`] moves frames to a private duplicate
+//!   of fd 1 and points fd 1 at stderr, so a stray `println!` cannot corrupt the stream. The
+//!   SDK logs through `tracing` to stderr ([`init_tracing`]).
+//! * **Errors carry no free-form data** ([`ProviderError`]).
+//! * **Ending.** `shutdown` is answered, flushed, in-flight contexts are cancelled and the
+//!   process exits 0; stdin EOF drains in-flight requests, flushes and exits 0; on Linux the
+//!   worker also dies with its parent.
+//!
+//! [`testing`] drives a provider in process ([`testing::TestClient`]) or as a spawned binary
+//! ([`testing::WorkerProcess`]).
 
+use std::convert::Infallible;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use async_trait::async_trait;
+pub use paperclip_sandbox_macros::{provider, PluginManifest};
 pub use paperclip_sandbox_protocol as protocol;
+pub use schemars;
+
+pub mod cli;
+pub mod context;
+pub mod error;
+pub mod manifest;
+pub mod provider;
+pub mod runtime;
+pub mod testing;
+
+pub use context::{CancellationSource, CancellationToken, Context};
+pub use error::ProviderError;
+pub use manifest::{manifest_module, ManifestSpec, PluginManifest};
+pub use paperclip_sandbox_protocol::methods::{LogLevel, OutputStream};
+pub use paperclip_sandbox_protocol::secret::Secret;
+pub use provider::{HookResult, ImplementedHooks, SandboxProvider};
+pub use runtime::lifecycle::{RuntimeConfig, ServeEnd};
+
+use runtime::dispatch::Handler;
+
+/// Everything a provider usually needs: the trait, the macros, the context, errors, the
+/// protocol's params and result types of every method, and what a config type needs
+/// (`JsonSchema` and its derive, [`Secret`]).
+pub mod prelude {
+    pub use crate::schemars::{self, JsonSchema};
+    pub use crate::{
+        provider, Context, HookResult, PluginManifest, ProviderError, SandboxProvider, Secret,
+    };
+    pub use paperclip_sandbox_protocol::methods::*;
+    pub use serde_json::Value;
+}
+
+/// Support for the code the macros generate; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use paperclip_sandbox_protocol::capabilities::{Capability, CAPABILITIES};
+    pub use paperclip_sandbox_protocol::manifest::Category;
+
+    /// True when `methods` contains `name` (a const fn: compares bytes).
+    pub const fn contains(methods: &[&str], name: &str) -> bool {
+        let mut i = 0;
+        while i < methods.len() {
+            if str_eq(methods[i], name) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    /// True when `methods` contains at least one method of `group` (a requirement group of the
+    /// capability table).
+    pub const fn satisfies(methods: &[&str], group: &[&str]) -> bool {
+        let mut i = 0;
+        while i < group.len() {
+            if contains(methods, group[i]) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    const fn str_eq(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+}
+
+/// A worker ready to serve: a provider (or a raw [`Handler`]) and the runtime's tunables.
+pub struct Worker {
+    handler: Arc<dyn Handler>,
+    config: RuntimeConfig,
+}
+
+impl Worker {
+    /// A worker serving `provider` with the default tunables.
+    pub fn new<P: SandboxProvider>(provider: P) -> Self {
+        Worker::from_handler(provider::ProviderHandler(provider))
+    }
+
+    /// A worker over a low-level handler.
+    pub fn from_handler(handler: impl Handler) -> Self {
+        Worker { handler: Arc::new(handler), config: RuntimeConfig::default() }
+    }
+
+    /// How many hooks may run at once (default 64; at least 1). Requests past the bound wait
+    /// for a slot; the reader never does.
+    pub fn max_concurrency(mut self, n: usize) -> Self {
+        self.config.max_concurrency = n.max(1);
+        self
+    }
+
+    /// The inbound frame cap in bytes (default 64 MiB, decisions.md D10).
+    pub fn frame_limit(mut self, bytes: usize) -> Self {
+        self.config.frame_limit = bytes;
+        self
+    }
+
+    /// The timeout of a worker→host call (default 30 s).
+    pub fn host_call_timeout(mut self, timeout: Duration) -> Self {
+        self.config.host_call_timeout = timeout;
+        self
+    }
+
+    /// Serves over any byte streams until `shutdown` or EOF (no process-level effects).
+    pub async fn serve<R, W>(self, reader: R, writer: W) -> io::Result<ServeEnd>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        runtime::lifecycle::serve(self.handler, self.config, reader, writer).await
+    }
+
+    /// Serves the host over stdin/stdout, then exits the process with code 0.
+    ///
+    /// Takes fd 1 for the protocol and redirects it to stderr, and (Linux) arranges to die
+    /// with the parent. Returns only when setting up or reading stdin fails.
+    pub async fn serve_stdio(self) -> io::Result<Infallible> {
+        let out = runtime::stdout_guard::take_protocol_stdout()?;
+        runtime::stdout_guard::exit_with_parent();
+        let end = self.serve(tokio::io::stdin(), tokio::fs::File::from_std(out)).await?;
+        tracing::debug!(?end, "worker done; exiting");
+        // Exit now: the blocking stdin reader thread would otherwise hold the runtime open.
+        std::process::exit(0)
+    }
+}
+
+/// Runs `provider` as a stdio worker on a fresh multi-threaded tokio runtime; exits the
+/// process with code 0 on `shutdown` or stdin EOF. Returns only on a setup or read error.
+pub fn run<P: SandboxProvider>(provider: P) -> io::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(Worker::new(provider).serve_stdio()).map(|never| match never {})
+}
+
+/// Runs a provider with a derived manifest: answers `--manifest [--profile <profile>]` (prints
+/// the JSON manifest, exits 0) and rejects other arguments (usage error on stderr, exit 2) as
+/// [`cli`] describes; without arguments it is [`run`]. A provider that behaves differently per
+/// host profile calls [`cli::handle_args`] itself and builds the provider with the profile it
+/// returns.
+pub fn run_plugin<P: SandboxProvider + PluginManifest>(provider: P) -> io::Result<()> {
+    let _profile = cli::handle_args::<P>();
+    run(provider)
+}
+
+/// Installs a `tracing` subscriber that writes to stderr, filtered by `RUST_LOG` (default
+/// `info`). Does nothing if a global subscriber is already set.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .with_ansi(false)
+        .try_init();
+}

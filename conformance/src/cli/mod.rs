@@ -3,6 +3,8 @@
 pub mod capabilities;
 pub mod manifest;
 pub mod package;
+pub mod replay;
+pub mod run;
 
 use std::io::Read;
 use std::path::Path;

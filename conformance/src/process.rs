@@ -1,0 +1,371 @@
+//! Spawning a worker in its own process group, with piped stdio, a line-recording reader per
+//! output stream, a writer thread for stdin, the shutdown ladder and kill-on-drop.
+//!
+//! The worker gets an environment like the published host gives it (protocol.md A.1): `PATH`,
+//! `NODE_PATH`, `NODE_ENV` (default `production`), `TZ` (default `UTC`), the two
+//! `PAPERCLIP_DEPLOYMENT_*` variables and a `PAPERCLIP_PLUGIN_ID`, plus whatever the caller adds;
+//! no `HOME`. On Linux the worker also gets `PR_SET_PDEATHSIG(SIGKILL)`, so it dies with the
+//! harness even when the harness is killed.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::error::HarnessError;
+use crate::transcript::{Direction, Transcript};
+
+/// How often exit is polled while waiting for a worker to end.
+const EXIT_POLL: Duration = Duration::from_millis(3);
+
+/// How long the ladder waits after SIGTERM before SIGKILL, and how long a SIGKILLed group
+/// gets to be reaped.
+pub const SIGTERM_GRACE: Duration = Duration::from_secs(2);
+
+/// What to run, and with which extra environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerCommand {
+    /// The program (looked up in `PATH` when it has no slash).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables, on top of the host-like base environment.
+    pub env: Vec<(String, String)>,
+    /// The working directory; the harness's own when `None`.
+    pub cwd: Option<PathBuf>,
+}
+
+impl WorkerCommand {
+    /// A command from a non-empty argv.
+    pub fn from_argv(argv: &[String]) -> Result<Self, HarnessError> {
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| HarnessError::Usage("a worker command is required after `--`".into()))?;
+        Ok(WorkerCommand { program: program.clone(), args: args.to_vec(), env: vec![], cwd: None })
+    }
+
+    /// The command as a shell-like string, for messages.
+    pub fn display(&self) -> String {
+        std::iter::once(&self.program).chain(&self.args).cloned().collect::<Vec<_>>().join(" ")
+    }
+
+    /// The host-like base environment (protocol.md A.1) plus the extra variables.
+    pub fn environment(&self) -> Vec<(String, String)> {
+        let var = |k: &str, default: &str| std::env::var(k).unwrap_or_else(|_| default.into());
+        let mut env = vec![
+            ("PATH".to_owned(), var("PATH", "/usr/local/bin:/usr/bin:/bin")),
+            ("NODE_PATH".to_owned(), var("NODE_PATH", "")),
+            ("NODE_ENV".to_owned(), var("NODE_ENV", "production")),
+            ("TZ".to_owned(), var("TZ", "UTC")),
+            ("PAPERCLIP_DEPLOYMENT_MODE".to_owned(), var("PAPERCLIP_DEPLOYMENT_MODE", "")),
+            ("PAPERCLIP_DEPLOYMENT_EXPOSURE".to_owned(), var("PAPERCLIP_DEPLOYMENT_EXPOSURE", "")),
+            ("PAPERCLIP_PLUGIN_ID".to_owned(), crate::ids::uuid()),
+        ];
+        for (k, v) in &self.env {
+            env.retain(|(existing, _)| existing != k);
+            env.push((k.clone(), v.clone()));
+        }
+        env
+    }
+}
+
+/// Something a reader thread saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcEvent {
+    /// One stdout line, without its `\n`.
+    Stdout(Vec<u8>),
+    /// One stderr line, without its `\n`.
+    Stderr(Vec<u8>),
+    /// stdout reached end of file.
+    StdoutClosed,
+}
+
+/// A running worker process and its pipes.
+#[derive(Debug)]
+pub struct WorkerProcess {
+    child: Child,
+    pgid: i32,
+    stdin: Option<Sender<Vec<u8>>>,
+    writer: Option<JoinHandle<()>>,
+    events: Receiver<ProcEvent>,
+    status: Option<ExitStatus>,
+    transcript: Transcript,
+}
+
+fn spawn_reader<R: Read + Send + 'static>(
+    stream: R,
+    dir: Direction,
+    transcript: Transcript,
+    tx: Sender<ProcEvent>,
+) {
+    thread::spawn(move || {
+        let mut reader = BufReader::new(stream);
+        loop {
+            let mut buf = Vec::new();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if buf.last() == Some(&b'\n') {
+                        buf.pop();
+                    }
+                    transcript.record(dir, &buf);
+                    let event = match dir {
+                        Direction::Stderr => ProcEvent::Stderr(buf),
+                        _ => ProcEvent::Stdout(buf),
+                    };
+                    if tx.send(event).is_err() {
+                        // Nobody listens any more; keep draining so the worker never blocks.
+                        continue;
+                    }
+                }
+            }
+        }
+        if dir == Direction::Recv {
+            let _ = tx.send(ProcEvent::StdoutClosed);
+        }
+    });
+}
+
+/// Parent-death signal for the child (Linux); a no-op elsewhere.
+fn set_parent_death_signal() -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag of the calling (child) process; it
+        // is async-signal-safe, as required between fork and exec.
+        let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+impl WorkerProcess {
+    /// Spawns the worker in a new process group, recording its lines into `transcript`.
+    pub fn spawn(command: &WorkerCommand, transcript: Transcript) -> Result<Self, HarnessError> {
+        let mut cmd = Command::new(&command.program);
+        cmd.args(&command.args)
+            .env_clear()
+            .envs(command.environment())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if let Some(cwd) = &command.cwd {
+            cmd.current_dir(cwd);
+        }
+        // SAFETY: the closure only calls prctl, which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(set_parent_death_signal);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|source| HarnessError::Spawn { command: command.display(), source })?;
+        let pgid = i32::try_from(child.id()).expect("pids fit in i32");
+        let (tx, events) = mpsc::channel();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        spawn_reader(stdout, Direction::Recv, transcript.clone(), tx.clone());
+        spawn_reader(stderr, Direction::Stderr, transcript.clone(), tx);
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let (line_tx, line_rx) = mpsc::channel::<Vec<u8>>();
+        let writer_transcript = transcript.clone();
+        let writer = thread::spawn(move || {
+            let mut broken = false;
+            for line in line_rx {
+                let body = line.strip_suffix(b"\n").unwrap_or(&line);
+                writer_transcript.record(Direction::Send, body);
+                if !broken && (stdin.write_all(&line).is_err() || stdin.flush().is_err()) {
+                    broken = true;
+                }
+            }
+            // Dropping stdin here closes the pipe: the worker sees end of file.
+        });
+        Ok(WorkerProcess {
+            child,
+            pgid,
+            stdin: Some(line_tx),
+            writer: Some(writer),
+            events,
+            status: None,
+            transcript,
+        })
+    }
+
+    /// The worker's pid, which is also its process-group id.
+    pub fn pid(&self) -> i32 {
+        self.pgid
+    }
+
+    /// The transcript this process records into.
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    /// Queues raw bytes for the worker's stdin (include the `\n`). False once stdin is closed.
+    pub fn send(&self, bytes: Vec<u8>) -> bool {
+        self.stdin.as_ref().is_some_and(|tx| tx.send(bytes).is_ok())
+    }
+
+    /// Closes stdin once every queued line is written.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits for the next reader event until `deadline`; `None` on timeout or when both readers
+    /// are gone.
+    pub fn next_event(&self, deadline: Instant) -> Option<ProcEvent> {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        self.events.recv_timeout(timeout).ok()
+    }
+
+    /// The exit status, if the worker has exited.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().ok().flatten();
+        }
+        self.status
+    }
+
+    /// Waits up to `timeout` for the worker to exit.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            thread::sleep(EXIT_POLL);
+        }
+    }
+
+    /// Sends `signal` to the worker's whole process group.
+    pub fn signal_group(&self, signal: i32) {
+        // SAFETY: kill has no memory-safety preconditions; a stale group gives ESRCH.
+        unsafe {
+            libc::kill(-self.pgid, signal);
+        }
+    }
+
+    /// The end of the shutdown ladder: close stdin, wait `grace`, SIGTERM the group, wait
+    /// `term_grace`, SIGKILL the group. Returns how the worker ended and whether it left on its
+    /// own.
+    pub fn stop(&mut self, grace: Duration, term_grace: Duration) -> (Option<ExitStatus>, bool) {
+        self.close_stdin();
+        if let Some(status) = self.wait_exit(grace) {
+            return (Some(status), true);
+        }
+        self.signal_group(libc::SIGTERM);
+        if let Some(status) = self.wait_exit(term_grace) {
+            return (Some(status), false);
+        }
+        self.signal_group(libc::SIGKILL);
+        (self.wait_exit(SIGTERM_GRACE), false)
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        self.close_stdin();
+        // Kill whatever is left in the group (the worker or its orphans), then reap.
+        self.signal_group(libc::SIGKILL);
+        let _ = self.wait_exit(SIGTERM_GRACE);
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+/// A process that is still alive in a process group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMember {
+    /// Its pid.
+    pub pid: i32,
+    /// Its command name (`/proc/<pid>/comm`).
+    pub name: String,
+}
+
+/// The live (non-zombie) processes whose process group is `pgid`, read from `/proc`.
+pub fn group_members(pgid: i32) -> Vec<GroupMember> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return vec![] };
+    let mut members = vec![];
+    for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // Fields after the command name, which is in parentheses and may contain spaces.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(state), Some(pgrp)) = (fields.first(), fields.get(2)) else { continue };
+        if *state != "Z" && pgrp.parse::<i32>().ok() == Some(pgid) {
+            let name = std::fs::read_to_string(entry.path().join("comm"))
+                .map(|s| s.trim().to_owned())
+                .unwrap_or_default();
+            members.push(GroupMember { pid, name });
+        }
+    }
+    members
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> WorkerCommand {
+        WorkerCommand::from_argv(&["sh".into(), "-c".into(), script.into()]).unwrap()
+    }
+
+    #[test]
+    fn lines_are_recorded_both_ways_and_eof_ends_cat() {
+        let t = Transcript::new("cat");
+        let mut p = WorkerProcess::spawn(&sh("cat; echo oops >&2"), t.clone()).unwrap();
+        assert!(p.send(b"hello\r\n".to_vec()));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        assert_eq!(p.next_event(deadline), Some(ProcEvent::Stdout(b"hello\r".to_vec())));
+        p.close_stdin();
+        assert!(p.wait_exit(Duration::from_secs(10)).is_some());
+        let dirs: Vec<_> = t.entries().iter().map(|e| e.dir).collect();
+        assert!(dirs.starts_with(&[Direction::Send, Direction::Recv]));
+    }
+
+    #[test]
+    fn environment_is_host_like() {
+        let mut c = sh("true");
+        c.env.push(("TZ".into(), "Europe/Paris".into()));
+        let env = c.environment();
+        assert!(env.iter().any(|(k, _)| k == "PATH"));
+        assert!(!env.iter().any(|(k, _)| k == "HOME"));
+        assert_eq!(env.iter().filter(|(k, _)| k == "TZ").count(), 1);
+        assert!(env.contains(&("TZ".into(), "Europe/Paris".into())));
+    }
+
+    #[test]
+    fn stop_kills_a_worker_that_ignores_eof_and_the_group_is_empty_after() {
+        let t = Transcript::new("stubborn");
+        let mut p =
+            WorkerProcess::spawn(&sh("trap '' TERM; while :; do sleep 0.05; done"), t).unwrap();
+        let pid = p.pid();
+        assert!(!group_members(pid).is_empty());
+        let (status, on_its_own) = p.stop(Duration::from_millis(50), Duration::from_millis(50));
+        assert!(status.is_some());
+        assert!(!on_its_own);
+        drop(p);
+        assert!(group_members(pid).is_empty());
+    }
+
+    #[test]
+    fn spawn_failure_names_the_command() {
+        let err = WorkerProcess::spawn(
+            &WorkerCommand::from_argv(&["/nonexistent/worker".into()]).unwrap(),
+            Transcript::new("x"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/worker"));
+    }
+}

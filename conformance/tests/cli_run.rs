@@ -1,0 +1,305 @@
+//! The real `sandbox-conformance` binary against real workers: the official-SDK fixture passes,
+//! the hand-written correct fixture passes every check, and each broken fixture fails exactly
+//! the checks it breaks. Also: baseline (XFAIL/STALE), `--list`, `--junit`, artifacts and
+//! replay, and exit code 2.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn broken(name: &str) -> String {
+    fixtures().join("broken").join(name).display().to_string()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pcconf-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Options that keep a broken-fixture run short: a 2 MB oversize frame, 1.5 s to exit.
+const FAST: &[&str] = &["--oversize-bytes", "2000000", "--shutdown-timeout-ms", "1500"];
+
+/// Runs a broken fixture with `--format json`; returns the exit code and the report.
+fn run_json(fixture: &str, extra: &[&str]) -> (i32, Value) {
+    let script = broken(fixture);
+    let mut args = vec!["run", "-q", "--format", "json"];
+    args.extend_from_slice(FAST);
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "node", &script]);
+    let out = run(&args);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{fixture}: no JSON report ({e}); stderr: {}", text(&out.stderr))
+    });
+    (out.status.code().expect("exit code"), report)
+}
+
+fn ids_with(report: &Value, status: &str) -> BTreeSet<String> {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == status)
+        .map(|c| c["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn assert_fails_exactly(fixture: &str, expected: &[&str]) {
+    let (code, report) = run_json(fixture, &[]);
+    let failed = ids_with(&report, "FAIL");
+    let expected: BTreeSet<String> = expected.iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(
+        failed,
+        expected,
+        "{fixture}: {}",
+        serde_json::to_string_pretty(&report["checks"]).unwrap()
+    );
+    assert_eq!(code, 1, "{fixture}");
+    for c in report["checks"].as_array().unwrap().iter().filter(|c| c["status"] == "FAIL") {
+        assert!(c["expected"].is_string() && c["actual"].is_string() && c["reference"].is_string());
+    }
+}
+
+#[test]
+fn official_sdk_worker_passes_every_must() {
+    let dir = fixtures().join("official-sdk-worker");
+    assert!(
+        dir.join("node_modules/@paperclipai/plugin-sdk").exists(),
+        "run `npm ci` in {} first",
+        dir.display()
+    );
+    let manifest = dir.join("manifest.json").display().to_string();
+    let worker = dir.join("worker.mjs").display().to_string();
+    let out =
+        run(&["run", "-q", "--format", "json", "--manifest", &manifest, "--", "node", &worker]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let checks = report["checks"].as_array().unwrap();
+    for c in checks {
+        assert!(
+            c["status"] == "PASS" || c["status"] == "SKIP",
+            "{}: {} — expected {}, actual {}",
+            c["id"],
+            c["status"],
+            c["expected"],
+            c["actual"]
+        );
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("wall time:"));
+    // No sync, no incremental output, no stop: those are skipped with a reason.
+    let skipped = ids_with(&report, "SKIP");
+    assert!(skipped.contains("sync.round-trip") && skipped.contains("execute.incremental-output"));
+    assert!(checks.iter().filter(|c| c["status"] == "SKIP").all(|c| c["skip_reason"].is_string()));
+    assert_eq!(report["driver"], "official-fixture");
+}
+
+#[test]
+fn correct_fixture_passes_every_check_without_skips() {
+    let (code, report) = run_json("correct.cjs", &[]);
+    assert_eq!(ids_with(&report, "FAIL"), BTreeSet::new());
+    assert_eq!(ids_with(&report, "SKIP"), BTreeSet::new(), "every check applies to this provider");
+    assert_eq!(code, 0);
+    assert!(report["manifest_source"].as_str().unwrap().contains("--manifest"));
+}
+
+#[test]
+fn banner_on_stdout() {
+    assert_fails_exactly("banner-on-stdout.cjs", &["framing.stdout-purity"]);
+}
+
+#[test]
+fn string_id_answered_as_number() {
+    assert_fails_exactly("string-id-as-number.cjs", &["framing.id-echo"]);
+}
+
+#[test]
+fn void_answer_without_result() {
+    assert_fails_exactly("void-without-result.cjs", &["framing.void-result-null"]);
+}
+
+#[test]
+fn reusable_leases_without_destroy() {
+    assert_fails_exactly("reusable-without-destroy.cjs", &["manifest.capabilities-verified"]);
+    let (_, report) =
+        run_json("reusable-without-destroy.cjs", &["--filter", "capabilities-verified"]);
+    let actual = report["checks"][0]["actual"].as_str().unwrap();
+    assert!(actual.contains("would never be granted"), "{actual}");
+}
+
+#[test]
+fn only_sync_in() {
+    assert_fails_exactly("sync-in-only.cjs", &["handshake.sync-pair"]);
+}
+
+#[test]
+fn advertised_method_answers_not_implemented() {
+    assert_fails_exactly("advertised-not-implemented.cjs", &["handshake.advertised-implemented"]);
+}
+
+#[test]
+fn unadvertised_method_answers_success() {
+    assert_fails_exactly("unadvertised-success.cjs", &["handshake.unadvertised-not-implemented"]);
+}
+
+#[test]
+fn secret_echoed_in_an_error() {
+    assert_fails_exactly("secret-in-error.cjs", &["secrets.no-leak"]);
+}
+
+#[test]
+fn worker_ignoring_shutdown_and_eof() {
+    assert_fails_exactly("ignores-shutdown.cjs", &["shutdown.on-request", "shutdown.on-stdin-eof"]);
+}
+
+#[test]
+fn removed_capability_key() {
+    assert_fails_exactly("concurrent-sync-operations.cjs", &["manifest.removed-keys"]);
+    // The published host (paperclip-2026-09) still accepts the key.
+    let (code, report) =
+        run_json("concurrent-sync-operations.cjs", &["--profile", "paperclip-2026-09"]);
+    assert_eq!(ids_with(&report, "FAIL"), BTreeSet::new());
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn baseline_turns_failures_into_xfail_and_detects_stale_entries() {
+    let dir = temp_dir("baseline");
+    let json_baseline = dir.join("baseline.json");
+    std::fs::write(&json_baseline, r#"["framing.id-echo"]"#).unwrap();
+    let path = json_baseline.display().to_string();
+    let filter = ["--filter", "framing.id-echo", "--baseline", &path];
+    let (code, report) = run_json("string-id-as-number.cjs", &filter);
+    assert_eq!(ids_with(&report, "XFAIL"), BTreeSet::from(["framing.id-echo".to_owned()]));
+    assert_eq!(code, 0, "an expected failure does not fail the run");
+    let (code, report) = run_json("correct.cjs", &filter);
+    assert_eq!(ids_with(&report, "STALE"), BTreeSet::from(["framing.id-echo".to_owned()]));
+    assert_eq!(code, 1, "a stale baseline entry fails the run");
+    // The text format works the same.
+    let text_baseline = dir.join("baseline.txt");
+    std::fs::write(&text_baseline, "# known\nframing.id-echo\n").unwrap();
+    let path = text_baseline.display().to_string();
+    let (code, _) =
+        run_json("string-id-as-number.cjs", &["--filter", "framing.id-echo", "--baseline", &path]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn list_prints_the_catalogue_without_running() {
+    let out = run(&["run", "--list"]);
+    assert_eq!(out.status.code(), Some(0));
+    let listing = text(&out.stdout);
+    for id in [
+        "framing.void-result-null",
+        "handshake.sync-pair",
+        "secrets.no-leak",
+        "lifecycle.stop-keeps-files",
+    ] {
+        assert!(listing.contains(id), "{id} missing from {listing}");
+    }
+    assert!(listing.contains("WIRE-VOID-1") && listing.contains("decisions.md D4"));
+    let out = run(&["run", "--list", "--format", "json", "--filter", "framing.*"]);
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert!(rows.len() >= 10);
+    assert!(rows.iter().all(|r| r["id"].as_str().unwrap().starts_with("framing.")));
+    assert!(rows.iter().all(|r| r["level"] == "MUST" || r["level"] == "SHOULD"));
+}
+
+/// A minimal well-formedness check: every tag closes in order, attributes are quoted.
+fn assert_well_formed(xml: &str) -> usize {
+    let body =
+        xml.strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>").expect("XML declaration");
+    let mut stack: Vec<String> = vec![];
+    let mut testcases = 0;
+    let mut rest = body;
+    while let Some(start) = rest.find('<') {
+        let end = rest[start..].find('>').expect("tag closes") + start;
+        let tag = &rest[start + 1..end];
+        assert!(!rest[..start].contains('>'), "stray '>' in text");
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop().as_deref(), Some(name), "mismatched </{name}>");
+        } else {
+            let name = tag.split_whitespace().next().unwrap().trim_end_matches('/').to_owned();
+            assert_eq!(tag.matches('"').count() % 2, 0, "unbalanced quotes in <{tag}>");
+            if name == "testcase" {
+                testcases += 1;
+            }
+            if !tag.ends_with('/') {
+                stack.push(name);
+            }
+        }
+        rest = &rest[end + 1..];
+    }
+    assert!(stack.is_empty(), "unclosed {stack:?}");
+    testcases
+}
+
+#[test]
+fn junit_report_is_well_formed_xml() {
+    let dir = temp_dir("junit");
+    let junit = dir.join("report.xml");
+    let path = junit.display().to_string();
+    let (_, report) = run_json("banner-on-stdout.cjs", &["--junit", &path]);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(assert_well_formed(&xml), report["checks"].as_array().unwrap().len());
+    assert!(xml.contains("<failure message=\"FAIL framing.stdout-purity\">"));
+}
+
+#[test]
+fn artifacts_record_the_exchange_and_replay_diffs_it() {
+    let dir = temp_dir("artifacts");
+    let path = dir.display().to_string();
+    let (code, _) =
+        run_json("string-id-as-number.cjs", &["--filter", "framing.id-echo", "--artifacts", &path]);
+    assert_eq!(code, 1);
+    let artifact = dir.join("framing.id-echo.ndjson");
+    let lines = std::fs::read_to_string(&artifact).unwrap();
+    let entries: Vec<Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(entries.iter().all(|e| e["t_ms"].is_u64() && e["line"].is_string()));
+    assert!(entries
+        .iter()
+        .any(|e| e["dir"] == "send" && e["line"].as_str().unwrap().contains("\"90001\"")));
+    assert!(entries
+        .iter()
+        .any(|e| e["dir"] == "recv" && e["line"].as_str().unwrap().contains("\"id\":90001")));
+    let artifact = artifact.display().to_string();
+    // The same worker answers the same way…
+    let out = run(&["replay", &artifact, "--", "node", &broken("string-id-as-number.cjs")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    // …a correct one differs exactly on the string id.
+    let out = run(&["replay", &artifact, "--", "node", &broken("correct.cjs")]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("DIFF  id \"90001\" health"), "{}", text(&out.stdout));
+}
+
+#[test]
+fn harness_errors_exit_two() {
+    let out = run(&["run", "-q", "--", "/nonexistent/paperclip-worker"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("/nonexistent/paperclip-worker"), "{}", text(&out.stderr));
+    let out = run(&["run", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "no worker command");
+    let out = run(&["run", "--profile", "paperclip-2026-10", "--", "node"]);
+    assert_eq!(out.status.code(), Some(2), "bad profile");
+    let out = run(&["run", "-q", "--manifest", "/nonexistent/manifest.json", "--", "node"]);
+    assert_eq!(out.status.code(), Some(2), "unreadable manifest");
+}

@@ -1,0 +1,304 @@
+//! [`BwrapProvider`]: a [`LocalProvider`] whose `execute` wraps commands with bubblewrap.
+//!
+//! Every hook but `validateConfig`, `probe` and `execute` is the local provider's, unchanged.
+//! The mode of a call is decided per call ([`BwrapProvider::mode_for`]):
+//!
+//! | Situation | Mode | Reason |
+//! |---|---|---|
+//! | config `bwrap: "off"` | `plain` | disabled by config |
+//! | a prerequisite is missing ([`crate::prereq::detect`]) | `plain` | which one |
+//! | a wrapped run failed to start earlier ([`crate::wrap::start_failure`]) | `plain` | degraded: bwrap's error, until the next `environmentProbe` re-probes |
+//! | otherwise | `bwrap` | how bwrap runs (root, user namespaces, sudo) |
+//!
+//! A missing prerequisite never fails a call: the command runs plainly.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use local_provider::config::LocalConfig;
+use local_provider::error::{LocalError, Result};
+use local_provider::exec::{base_env, ProcessGroups};
+use local_provider::leases::LeaseStore;
+use local_provider::provider::LocalProvider;
+use paperclip_sandbox_protocol::methods::execute::{ExecuteParams, ExecuteResult, OutputStream};
+use paperclip_sandbox_protocol::methods::lease::{
+    Diagnostic, DiagnosticSeverity, JsonObject, ProbeParams, ProbeResult, ValidateConfigParams,
+    ValidateConfigResult,
+};
+use paperclip_sandbox_protocol::HostProfile;
+use serde_json::{json, Value};
+
+use crate::config::{BwrapSetting, BWRAP_KEY};
+use crate::prereq::{self, Detection};
+use crate::wrap::{start_failure, WrappedEnd, Wrapper, MARKER_PREFIX};
+
+/// Stderr held back before the start marker appears, at most; past it the run counts as
+/// started (bwrap's own errors are one short line).
+const HOLD_LIMIT: usize = 64 * 1024;
+
+/// The mode of one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Wrap with this wrapper.
+    Bwrap(Wrapper),
+    /// Run plainly, for this reason.
+    Plain(String),
+}
+
+impl Mode {
+    /// `"bwrap"` or `"plain"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Bwrap(_) => "bwrap",
+            Self::Plain(_) => "plain",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    detection: Detection,
+    degraded: Option<String>,
+}
+
+/// The bwrap provider (see the module docs). Clones share the probe cache.
+#[derive(Debug, Clone)]
+pub struct BwrapProvider {
+    local: LocalProvider,
+    state: Arc<Mutex<State>>,
+}
+
+impl BwrapProvider {
+    /// A provider for `profile`, probing the prerequisites now (blocking, a few short
+    /// processes).
+    pub fn new(profile: HostProfile) -> Self {
+        Self::with_detection(profile, prereq::detect())
+    }
+
+    /// A provider with a given probe outcome (tests; a later `environmentProbe` re-probes).
+    pub fn with_detection(profile: HostProfile, detection: Detection) -> Self {
+        let state = State { detection, degraded: None };
+        Self { local: LocalProvider::new(profile), state: Arc::new(Mutex::new(state)) }
+    }
+
+    /// The wrapped local provider.
+    pub fn local(&self) -> &LocalProvider {
+        &self.local
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cached probe outcome.
+    pub fn detection(&self) -> Detection {
+        self.state().detection.clone()
+    }
+
+    /// The mode a call with `setting` runs in now.
+    pub fn mode_for(&self, setting: BwrapSetting) -> Mode {
+        if setting == BwrapSetting::Off {
+            return Mode::Plain("disabled by config (bwrap: \"off\")".into());
+        }
+        let state = self.state();
+        match (&state.detection.wrapper, &state.degraded) {
+            (None, _) => Mode::Plain(state.detection.reason.clone()),
+            (Some(_), Some(why)) => Mode::Plain(format!("degraded: {why}")),
+            (Some(w), None) => Mode::Bwrap(w.clone()),
+        }
+    }
+
+    /// `environmentValidateConfig`: the local provider's checks plus `bwrap`; the normalized
+    /// config makes `bwrap` explicit.
+    pub fn validate_config(&self, params: &ValidateConfigParams) -> ValidateConfigResult {
+        let local = self.local.validate_config(params);
+        match BwrapSetting::from_config(&Value::Object(params.config.clone())) {
+            Err(e) => {
+                let mut errors = local.errors.clone().unwrap_or_default();
+                errors.push(e);
+                let mut out = ValidateConfigResult::invalid(errors);
+                for w in local.warnings.unwrap_or_default() {
+                    out = out.with_warning(w);
+                }
+                out
+            }
+            Ok(setting) => {
+                let mut local = local;
+                if let Some(normalized) = local.normalized_config.as_mut() {
+                    normalized.insert(BWRAP_KEY.into(), json!(setting.as_str()));
+                }
+                local
+            }
+        }
+    }
+
+    /// `environmentProbe`: the local provider's probe, after re-probing the prerequisites;
+    /// the mode goes in the summary, a diagnostic and `metadata`
+    /// (`{bwrapMode, reason, bwrapSetting, launcher?, checks}`). A plain mode is a warning, never
+    /// a failure.
+    pub async fn probe(&self, params: &ProbeParams) -> Result<ProbeResult> {
+        let setting = setting(&params.base.config)?;
+        let mut result = self.local.probe(params).await?;
+        let detection = tokio::task::spawn_blocking(prereq::detect)
+            .await
+            .unwrap_or_else(|e| Detection::plain(format!("the probe task failed: {e}")));
+        let facts = detection.facts.clone();
+        {
+            let mut state = self.state();
+            state.detection = detection;
+            state.degraded = None;
+        }
+        let mode = self.mode_for(setting);
+        let mut metadata = result.metadata.take().unwrap_or_default();
+        metadata.insert("bwrapMode".into(), json!(mode.name()));
+        metadata.insert("bwrapSetting".into(), json!(setting.as_str()));
+        let (reason, diagnostic) = match &mode {
+            Mode::Bwrap(w) => {
+                let reason = self.state().detection.reason.clone();
+                metadata.insert("launcher".into(), json!(w.launcher.as_str()));
+                let d = Diagnostic::new(
+                    DiagnosticSeverity::Info,
+                    format!("bwrap mode: commands run under bubblewrap ({reason})"),
+                )
+                .with_code("bwrap_active");
+                (reason, d)
+            }
+            Mode::Plain(reason) => {
+                let d = Diagnostic::new(
+                    DiagnosticSeverity::Warning,
+                    format!("plain mode: commands run without bubblewrap ({reason})"),
+                )
+                .with_code("bwrap_inactive");
+                (reason.clone(), d)
+            }
+        };
+        metadata.insert("reason".into(), json!(reason));
+        metadata.insert("checks".into(), Value::Object(facts));
+        let ready = if result.ok { "bwrap provider ready" } else { "bwrap provider is not usable" };
+        result.summary = Some(format!("{ready}; {} mode ({reason})", mode.name()));
+        Ok(result.with_diagnostic(diagnostic).with_metadata(metadata))
+    }
+
+    /// `environmentExecute`: the local provider's execute, wrapped when the mode is `bwrap`;
+    /// a wrapped run that failed to start is run again plainly and degrades the mode. The
+    /// result's `metadata` says which mode ran (`bwrapMode`, `bwrapReason` when plain).
+    pub async fn execute<F>(
+        &self,
+        params: &ExecuteParams,
+        mut on_chunk: F,
+        cancel: impl Future<Output = ()>,
+    ) -> Result<ExecuteResult>
+    where
+        F: FnMut(OutputStream, String),
+    {
+        let mode = self.mode_for(setting(&params.base.config)?);
+        let wrapper = match mode {
+            Mode::Plain(reason) => {
+                let out = self.local.execute(params, &mut on_chunk, cancel).await?;
+                return Ok(with_mode(out, "plain", Some(&reason)));
+            }
+            Mode::Bwrap(w) => w,
+        };
+        let Ok(lease) = lease_dir(params) else {
+            // The local provider reports the same problem (missing, stopped, expired lease).
+            return self.local.execute(params, &mut on_chunk, cancel).await;
+        };
+        let tmp = lease.join(".tmp");
+        let _ = std::fs::create_dir_all(&tmp);
+        let marker = tmp.join(format!("{MARKER_PREFIX}{}", local_provider::random_hex(8)));
+        let mut env = base_env(&lease);
+        env.extend(params.env.clone().unwrap_or_default());
+        let inv = wrapper.wrap(&lease, &marker, &env, &params.command, params.args());
+        let mut wrapped = params.clone();
+        wrapped.command = inv.program;
+        wrapped.args = Some(inv.args);
+
+        let mut cancel = std::pin::pin!(cancel);
+        let mut gate = Gate { marker: &marker, started: false, held: Vec::new(), held_bytes: 0 };
+        let out = {
+            let sink =
+                |stream: OutputStream, chunk: String| gate.push(stream, chunk, &mut on_chunk);
+            self.local.execute(&wrapped, sink, cancel.as_mut()).await
+        };
+        let marker_seen = gate.started || marker.exists();
+        let _ = std::fs::remove_file(&marker);
+        let out = out?;
+        let killed = out.timed_out
+            || out.metadata.as_ref().is_some_and(|m| m.get("cancelled") == Some(&json!(true)));
+        let end = WrappedEnd { marker_seen, exit_code: out.exit_code, killed, stderr: &out.stderr };
+        let Some(why) = start_failure(end) else {
+            for (stream, chunk) in gate.held.drain(..) {
+                on_chunk(stream, chunk);
+            }
+            return Ok(with_mode(out, "bwrap", None));
+        };
+        tracing::warn!(reason = %why, "bwrap failed to start; running the command plainly");
+        self.state().degraded = Some(why.clone());
+        let reason = format!("degraded: bwrap failed to start ({why})");
+        let plain = self.local.execute(params, &mut on_chunk, cancel).await?;
+        let mut plain = with_mode(plain, "plain", Some(&reason));
+        plain
+            .metadata
+            .get_or_insert_with(JsonObject::new)
+            .insert("bwrapDegraded".into(), json!(true));
+        Ok(plain)
+    }
+}
+
+/// Output held back until the start marker shows that the command (not bwrap) is running.
+struct Gate<'a> {
+    marker: &'a Path,
+    started: bool,
+    held: Vec<(OutputStream, String)>,
+    held_bytes: usize,
+}
+
+impl Gate<'_> {
+    fn push(
+        &mut self,
+        stream: OutputStream,
+        chunk: String,
+        sink: &mut impl FnMut(OutputStream, String),
+    ) {
+        if !self.started && (self.held_bytes + chunk.len() > HOLD_LIMIT || self.marker.exists()) {
+            self.started = true;
+            for (s, c) in self.held.drain(..) {
+                sink(s, c);
+            }
+        }
+        if self.started {
+            sink(stream, chunk);
+        } else {
+            self.held_bytes += chunk.len();
+            self.held.push((stream, chunk));
+        }
+    }
+}
+
+fn setting(config: &JsonObject) -> Result<BwrapSetting> {
+    BwrapSetting::from_config(&Value::Object(config.clone()))
+        .map_err(|e| LocalError::invalid(format!("invalid config: {e}")))
+}
+
+/// The canonical directory of the call's lease, when it is active.
+fn lease_dir(params: &ExecuteParams) -> Result<PathBuf> {
+    let cfg = LocalConfig::parse(&Value::Object(params.base.config.clone()))?;
+    let store = LeaseStore::open(&cfg.resolved_root(), ProcessGroups::default())?;
+    let id = params.lease.provider_lease_id.as_deref().unwrap_or_default();
+    let dir = store.active_dir(id)?;
+    dir.canonicalize().map_err(|e| LocalError::io("resolve the lease directory", e))
+}
+
+fn with_mode(mut out: ExecuteResult, mode: &str, reason: Option<&str>) -> ExecuteResult {
+    let metadata = out.metadata.get_or_insert_with(JsonObject::new);
+    metadata.insert("bwrapMode".into(), json!(mode));
+    if let Some(reason) = reason {
+        metadata.insert("bwrapReason".into(), json!(reason));
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "provider_tests.rs"]
+mod tests;

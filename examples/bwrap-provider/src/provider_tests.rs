@@ -1,0 +1,156 @@
+//! In-process tests of the mode decision and the start-failure fallback, with stand-in `bwrap`
+//! scripts (real processes; the real bwrap is exercised by the wire tests).
+
+use std::os::unix::fs::PermissionsExt;
+
+use paperclip_sandbox_protocol::methods::lease::AcquireLeaseParams;
+use serde_json::json;
+
+use super::*;
+use crate::wrap::Launcher;
+
+struct Fixture {
+    provider: BwrapProvider,
+    root: tempfile::TempDir,
+    bin: tempfile::TempDir,
+}
+
+/// A provider whose "bwrap" is the shell script `body`.
+fn fixture(body: &str) -> Fixture {
+    let bin = tempfile::tempdir().unwrap();
+    let fake = bin.path().join("bwrap");
+    std::fs::write(&fake, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sh = prereq::command_v("sh").unwrap();
+    let wrapper = Wrapper { bwrap: fake, sh, launcher: Launcher::Direct };
+    let detection =
+        Detection { wrapper: Some(wrapper), reason: "stand-in".into(), facts: Default::default() };
+    Fixture {
+        provider: BwrapProvider::with_detection(HostProfile::Paperclip2026_11, detection),
+        root: tempfile::tempdir().unwrap(),
+        bin,
+    }
+}
+
+impl Fixture {
+    fn base(&self, extra: Value) -> Value {
+        let mut v = json!({"driverKey": "bwrap", "companyId": "c", "environmentId": "e",
+            "config": {"root": self.root.path()}});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v
+    }
+
+    async fn lease(&self) -> (String, PathBuf) {
+        let params: AcquireLeaseParams =
+            serde_json::from_value(self.base(json!({"runId": "r"}))).unwrap();
+        let lease = self.provider.local().acquire(&params).await.unwrap();
+        let id = lease.provider_lease_id.unwrap();
+        let dir = self.root.path().join(&id);
+        (id, dir)
+    }
+
+    async fn run(&self, id: &str, script: &str) -> (ExecuteResult, Vec<(OutputStream, String)>) {
+        let params: ExecuteParams = serde_json::from_value(self.base(json!({
+            "lease": {"providerLeaseId": id}, "command": "sh", "args": ["-c", script]
+        })))
+        .unwrap();
+        let mut chunks = Vec::new();
+        let out = self
+            .provider
+            .execute(&params, |s, c| chunks.push((s, c)), std::future::pending())
+            .await
+            .unwrap();
+        (out, chunks)
+    }
+}
+
+fn meta(out: &ExecuteResult, key: &str) -> Value {
+    out.metadata.as_ref().and_then(|m| m.get(key)).cloned().unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn a_bwrap_that_fails_to_start_degrades_to_one_plain_run() {
+    let f =
+        fixture("echo 'bwrap: Creating new namespace failed: Operation not permitted' >&2\nexit 1");
+    let (id, dir) = f.lease().await;
+    let (out, chunks) = f.run(&id, "echo ran >> count; echo hi").await;
+    assert_eq!((out.exit_code, out.stdout.as_str()), (Some(0), "hi\n"), "{out:?}");
+    assert_eq!(meta(&out, "bwrapMode"), json!("plain"));
+    assert_eq!(meta(&out, "bwrapDegraded"), json!(true));
+    assert!(meta(&out, "bwrapReason").as_str().unwrap().contains("Creating new namespace failed"));
+    // bwrap's own error was held back, never streamed; the command ran exactly once.
+    assert!(chunks.iter().all(|(_, c)| !c.contains("bwrap:")), "{chunks:?}");
+    assert_eq!(std::fs::read_to_string(dir.join("count")).unwrap(), "ran\n");
+    // Later calls run plainly, without trying bwrap again, until the next probe.
+    match f.provider.mode_for(BwrapSetting::Auto) {
+        Mode::Plain(why) => assert!(why.starts_with("degraded: bwrap:"), "{why}"),
+        other => panic!("still {other:?}"),
+    }
+    let (again, _) = f.run(&id, "echo ran >> count").await;
+    assert_eq!(meta(&again, "bwrapMode"), json!("plain"));
+    assert_eq!(std::fs::read_to_string(dir.join("count")).unwrap(), "ran\nran\n");
+    drop(f.bin);
+}
+
+#[tokio::test]
+async fn a_command_failing_like_bwrap_after_the_marker_is_not_run_again() {
+    // A transparent stand-in: skip to `--`, then run what follows (the marker script).
+    let f = fixture("while [ \"$1\" != -- ]; do shift; done; shift; exec \"$@\"");
+    let (id, dir) = f.lease().await;
+    let (out, chunks) =
+        f.run(&id, "echo ran >> count; echo out; echo 'bwrap: imitation' >&2; exit 1").await;
+    assert_eq!(out.exit_code, Some(1));
+    assert_eq!(meta(&out, "bwrapMode"), json!("bwrap"));
+    assert_eq!(meta(&out, "bwrapDegraded"), Value::Null);
+    assert_eq!(std::fs::read_to_string(dir.join("count")).unwrap(), "ran\n");
+    let streamed: String = chunks.iter().map(|(_, c)| c.as_str()).collect();
+    assert!(streamed.contains("out\n") && streamed.contains("bwrap: imitation"), "{streamed}");
+    // The marker is cleaned up.
+    let left: Vec<_> = std::fs::read_dir(dir.join(".tmp"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(MARKER_PREFIX))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(matches!(f.provider.mode_for(BwrapSetting::Auto), Mode::Bwrap(_)));
+}
+
+#[tokio::test]
+async fn off_and_missing_prerequisites_are_plain_with_a_reason() {
+    let f = fixture("exit 99");
+    match f.provider.mode_for(BwrapSetting::Off) {
+        Mode::Plain(why) => assert!(why.contains("disabled by config"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    let missing = BwrapProvider::with_detection(
+        HostProfile::Paperclip2026_11,
+        Detection::plain("bwrap is not on the PATH"),
+    );
+    assert_eq!(
+        missing.mode_for(BwrapSetting::Auto),
+        Mode::Plain("bwrap is not on the PATH".into())
+    );
+    // `off` never touches the (here: broken) bwrap.
+    let (id, _) = f.lease().await;
+    let params: ExecuteParams = serde_json::from_value(f.base(json!({
+        "config": {"root": f.root.path(), "bwrap": "off"},
+        "lease": {"providerLeaseId": id}, "command": "echo", "args": ["plain"]
+    })))
+    .unwrap();
+    let out = f.provider.execute(&params, |_, _| {}, std::future::pending()).await.unwrap();
+    assert_eq!((out.stdout.as_str(), meta(&out, "bwrapMode")), ("plain\n", json!("plain")));
+}
+
+#[test]
+fn validate_config_checks_and_normalizes_bwrap() {
+    let p = BwrapProvider::with_detection(HostProfile::Paperclip2026_11, Detection::plain("x"));
+    let params = |config: Value| -> ValidateConfigParams {
+        serde_json::from_value(json!({"driverKey": "bwrap", "config": config})).unwrap()
+    };
+    let ok = p.validate_config(&params(json!({})));
+    assert!(ok.ok);
+    assert_eq!(ok.normalized_config.unwrap()["bwrap"], json!("auto"));
+    let bad = p.validate_config(&params(json!({"bwrap": "sometimes", "root": "rel"})));
+    assert!(!bad.ok);
+    assert_eq!(bad.errors.unwrap().len(), 2);
+}

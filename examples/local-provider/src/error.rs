@@ -1,0 +1,78 @@
+//! The error type shared by the local provider's modules.
+//!
+//! Each error has a [`ErrorKind`] that the JSON-RPC layer maps to a wire code (for example
+//! [`ErrorKind::InvalidParams`] to `-32602`) and a message meant for the host's operator. Messages
+//! never contain config values.
+
+use std::fmt;
+
+/// What went wrong, coarsely; decides the wire error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request is malformed: a bad path, a bad id, a bad `minimumTimeoutMs`.
+    InvalidParams,
+    /// A path escapes the lease directory (`..`, or a symlink that leads outside).
+    Confinement,
+    /// The lease does not exist (any more).
+    NotFound,
+    /// The lease is stopped; resume it before running commands in it.
+    Stopped,
+    /// The lease has passed its expiry.
+    Expired,
+    /// The operation ran out of time.
+    Timeout,
+    /// A post-upload command failed.
+    CommandFailed,
+    /// The operation was cancelled.
+    Cancelled,
+    /// A filesystem or process error.
+    Io,
+}
+
+/// An error of the local provider: a kind and a human-readable message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalError {
+    /// The kind, for the wire code.
+    pub kind: ErrorKind,
+    /// The message, for the operator.
+    pub message: String,
+    /// The OS error number behind an [`ErrorKind::Io`] error, when there is one.
+    pub os_error: Option<i32>,
+    /// The exit code of a failed command ([`ErrorKind::CommandFailed`]), when it exited.
+    pub exit_code: Option<i32>,
+}
+
+impl LocalError {
+    /// An error of the given kind.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), os_error: None, exit_code: None }
+    }
+
+    /// The same error with `prefix: ` before its message.
+    pub fn context(mut self, prefix: impl fmt::Display) -> Self {
+        self.message = format!("{prefix}: {}", self.message);
+        self
+    }
+
+    /// A malformed request.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidParams, message)
+    }
+
+    /// A filesystem or process error, with what was being done.
+    pub fn io(what: impl fmt::Display, err: std::io::Error) -> Self {
+        let os_error = err.raw_os_error();
+        Self { os_error, ..Self::new(ErrorKind::Io, format!("{what}: {err}")) }
+    }
+}
+
+impl fmt::Display for LocalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for LocalError {}
+
+/// Shorthand for results of the local provider.
+pub type Result<T, E = LocalError> = std::result::Result<T, E>;

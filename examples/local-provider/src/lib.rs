@@ -1,0 +1,65 @@
+//! The local provider: each lease is a private directory on this machine.
+//!
+//! This crate is the `local-provider` example worker. Its core is plain async Rust, so
+//! every piece is testable without the JSON-RPC runtime; [`worker`] puts it on the wire:
+//!
+//! | Module | Role |
+//! |---|---|
+//! | [`config`] | the provider config (`root`, `syncTimeoutMs`) and its validation |
+//! | [`leases`] | acquire / resume / release / destroy / stop / realize over lease directories |
+//! | [`exec`] | run one command in a lease: process group, timeout, cancellation, streaming |
+//! | [`provider`] | the `environment*` hooks on the protocol's typed params and results, and the derived plugin manifest |
+//! | [`sync`] | `environmentSyncIn` / `environmentSyncOut` operations and post-upload commands |
+//! | [`copy`] | bounded, atomic file and directory copies used by [`sync`] |
+//! | [`confine`] | path confinement to a lease directory (no `..`, no symlink escape) |
+//! | [`glob`] | the small glob matcher behind sync `exclude` patterns |
+//! | [`timeutil`] | RFC 3339 timestamps (lease expiry) without a date-time dependency |
+//! | [`error`] | the error type shared by the modules |
+//! | [`worker`] | the SDK `SandboxProvider` impl: wire errors, streaming, shutdown |
+//!
+//! # Security model
+//!
+//! A lease directory is private to the user running the worker (mode `0700`), and every path the
+//! host names inside a lease is confined to it (see [`confine`]). The commands the host runs in
+//! a lease, however, run as that same user with no further isolation: the local provider is a
+//! development and conformance tool, not a security boundary against the code it executes.
+
+pub mod config;
+pub mod confine;
+pub mod copy;
+pub mod error;
+pub mod exec;
+pub mod glob;
+pub mod leases;
+pub mod provider;
+pub mod sync;
+pub mod timeutil;
+pub mod worker;
+
+pub use error::{ErrorKind, LocalError};
+
+/// A random lowercase hex string of `bytes * 2` characters, from the kernel's random source.
+pub fn random_hex(bytes: usize) -> String {
+    use std::io::Read;
+    let mut buf = vec![0u8; bytes];
+    let filled = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf));
+    if filled.is_err() {
+        // Fall back to a time-and-counter mix; uniqueness, not secrecy, is what callers need.
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let mut x = nanos
+            ^ COUNTER.fetch_add(1, Ordering::Relaxed).rotate_left(32)
+            ^ u64::from(std::process::id());
+        for b in &mut buf {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}

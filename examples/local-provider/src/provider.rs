@@ -1,0 +1,378 @@
+//! The provider's hooks on the protocol's typed params and results.
+//!
+//! [`LocalProvider`] turns each `environment*` call into the core modules ([`crate::leases`],
+//! [`crate::exec`], [`crate::sync`]); the JSON-RPC glue (the SDK trait impl in `main.rs`) only
+//! forwards to it and maps [`LocalError`] to wire errors. Every call resolves its own root from
+//! its `config`, so one worker serves environments with different roots.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use paperclip_sandbox_protocol::methods::execute::{ExecuteParams, ExecuteResult, OutputStream};
+use paperclip_sandbox_protocol::methods::lease::{
+    AcquireLeaseParams, Diagnostic, DiagnosticSeverity, JsonObject, Lease, ProbeParams,
+    ProbeResult, ReleaseLeaseParams, ResourceDisposition, ResumeLeaseParams, StopLeaseParams,
+    TerminationReceipt, ValidateConfigParams, ValidateConfigResult,
+};
+use paperclip_sandbox_protocol::methods::sync::{self as psync, SyncParams, SyncResult};
+use paperclip_sandbox_protocol::methods::workspace::{
+    RealizeWorkspaceParams, RealizeWorkspaceResult,
+};
+use paperclip_sandbox_protocol::HostProfile;
+use paperclip_sandbox_sdk::PluginManifest;
+use serde_json::{json, Value};
+
+use crate::config::LocalConfig;
+use crate::error::{ErrorKind, LocalError, Result};
+use crate::exec::{self, ExecRequest, ProcessGroups};
+use crate::leases::{self, Disposition, LeaseStore, ReceiptState};
+use crate::sync::{self, Direction, FileMapping, MappingKind, PostUploadCommand, SyncOperation};
+
+/// The local provider: stateless apart from the table of running process groups.
+///
+/// Its plugin manifest is derived ([`PluginManifest`]) and checked when the crate compiles:
+/// each capability declared here needs hooks of the `#[provider]` block in [`crate::worker`]
+/// (reusableLeases: resume, release and destroy; the native sync pair: sync_in and sync_out;
+/// incrementalSessionOutput: execute). The config schema comes from [`LocalConfig`].
+/// `defaultAcquireTimeoutMs` is 60 s (creating a directory is quick) and is left out of the
+/// paperclip-2026-09 manifest.
+#[derive(Debug, Clone, PluginManifest)]
+#[plugin(
+    id = "paperclip-sandbox.local-provider",
+    display_name = "Local provider",
+    description = "Example Paperclip sandbox provider: private directories on the local machine.",
+    author = "paperclip-sandbox developers"
+)]
+#[driver(
+    key = "local",
+    display_name = "Local directory",
+    description = "Each lease is a private directory on the worker's machine.",
+    config = LocalConfig,
+    capabilities(reusableLeases, nativeSyncIn, nativeSyncOut, incrementalSessionOutput),
+    default_acquire_timeout_ms = 60_000
+)]
+pub struct LocalProvider {
+    groups: ProcessGroups,
+    profile: HostProfile,
+}
+
+impl Default for LocalProvider {
+    fn default() -> Self {
+        Self::new(HostProfile::Paperclip2026_11)
+    }
+}
+
+fn store(config: &JsonObject, groups: &ProcessGroups) -> Result<LeaseStore> {
+    let cfg = LocalConfig::parse(&Value::Object(config.clone()))?;
+    LeaseStore::open(&cfg.resolved_root(), groups.clone())
+}
+
+fn lease_id(lease: &Lease) -> Result<&str> {
+    lease
+        .provider_lease_id
+        .as_deref()
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| LocalError::invalid("lease.providerLeaseId is required"))
+}
+
+fn to_wire_lease(lease: leases::Lease) -> Lease {
+    let Some(id) = lease.provider_lease_id else {
+        return Lease::not_resumable(lease.metadata);
+    };
+    let out = Lease::new(id).with_metadata(lease.metadata);
+    match lease.expires_at {
+        Some(exp) => out.with_expires_at(exp),
+        None => out,
+    }
+}
+
+fn to_wire_receipt(r: leases::Receipt) -> TerminationReceipt {
+    match r.state {
+        ReceiptState::Stopped => TerminationReceipt::stopped(r.provider_lease_id),
+        ReceiptState::Destroyed => TerminationReceipt::destroyed(r.provider_lease_id),
+    }
+}
+
+fn disposition(d: Option<&ResourceDisposition>) -> Disposition {
+    match d {
+        Some(ResourceDisposition::StopAndRetain) => Disposition::StopAndRetain,
+        Some(ResourceDisposition::KeepRunning) => Disposition::KeepRunning,
+        _ => Disposition::Destroy,
+    }
+}
+
+/// Run blocking filesystem work off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| LocalError::new(ErrorKind::Io, format!("worker task failed: {e}")))?
+}
+
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+fn root_writable(root: &Path) -> std::result::Result<(), String> {
+    let store = LeaseStore::open(root, ProcessGroups::default()).map_err(|e| e.message)?;
+    let probe = store.root().join(format!(".paperclip-upload-probe-{}", crate::random_hex(6)));
+    std::fs::write(&probe, b"probe").map_err(|e| format!("cannot write in the root: {e}"))?;
+    std::fs::remove_file(&probe).map_err(|e| format!("cannot clean up in the root: {e}"))
+}
+
+impl LocalProvider {
+    /// A provider answering as the host `profile` expects (it decides whether
+    /// `minimumTimeoutMs` is read, decisions.md D7).
+    pub fn new(profile: HostProfile) -> Self {
+        Self { groups: ProcessGroups::default(), profile }
+    }
+
+    /// The host profile.
+    pub fn profile(&self) -> HostProfile {
+        self.profile
+    }
+
+    /// Worker shutdown: kill every command still running in any lease (their files stay).
+    pub fn shutdown(&self) -> usize {
+        self.groups.kill_everything()
+    }
+
+    /// `environmentValidateConfig`: `root` absolute if given, `syncTimeoutMs` a positive whole
+    /// number; the normalized config makes `syncTimeoutMs` explicit.
+    pub fn validate_config(&self, params: &ValidateConfigParams) -> ValidateConfigResult {
+        let original = Value::Object(params.config.clone());
+        let v = LocalConfig::validate(&original);
+        let mut result = match &v.config {
+            Some(cfg) => {
+                let normalized = match cfg.normalized(&original) {
+                    Value::Object(o) => o,
+                    _ => JsonObject::new(),
+                };
+                ValidateConfigResult::valid().with_normalized_config(normalized)
+            }
+            None => ValidateConfigResult::invalid(v.errors.clone()),
+        };
+        for w in v.warnings {
+            result = result.with_warning(w);
+        }
+        result
+    }
+
+    /// `environmentProbe`: the root is writable and `sh` and `tar` are on the `PATH`.
+    pub async fn probe(&self, params: &ProbeParams) -> Result<ProbeResult> {
+        let cfg = LocalConfig::parse(&Value::Object(params.base.config.clone()))?;
+        let root = cfg.resolved_root();
+        let writable = blocking({
+            let root = root.clone();
+            move || Ok(root_writable(&root))
+        })
+        .await?;
+        let mut diagnostics = Vec::new();
+        let mut ok = true;
+        match writable {
+            Ok(()) => diagnostics.push(
+                Diagnostic::new(DiagnosticSeverity::Info, "lease root is writable")
+                    .with_code("root_writable"),
+            ),
+            Err(why) => {
+                ok = false;
+                diagnostics.push(
+                    Diagnostic::new(
+                        DiagnosticSeverity::Error,
+                        format!("lease root is not usable: {why}"),
+                    )
+                    .with_code("root_not_writable"),
+                );
+            }
+        }
+        for tool in ["sh", "tar"] {
+            match find_on_path(tool) {
+                Some(p) => diagnostics.push(
+                    Diagnostic::new(
+                        DiagnosticSeverity::Info,
+                        format!("{tool} found at {}", p.display()),
+                    )
+                    .with_code(format!("{tool}_present")),
+                ),
+                None => {
+                    ok = false;
+                    diagnostics.push(
+                        Diagnostic::new(
+                            DiagnosticSeverity::Error,
+                            format!("{tool} is not on the PATH"),
+                        )
+                        .with_code(format!("{tool}_missing")),
+                    );
+                }
+            }
+        }
+        let summary = if ok { "local provider ready" } else { "local provider is not usable" };
+        let mut result = ProbeResult::new(ok).with_summary(summary);
+        for d in diagnostics {
+            result = result.with_diagnostic(d);
+        }
+        Ok(result)
+    }
+
+    /// `environmentAcquireLease`: a fresh lease directory, bounded by `requestedExpiresAt`.
+    pub async fn acquire(&self, params: &AcquireLeaseParams) -> Result<Lease> {
+        let store = store(&params.base.config, &self.groups)?;
+        let requested = params.requested_expires_at.clone();
+        blocking(move || store.acquire(requested.as_deref())).await.map(to_wire_lease)
+    }
+
+    /// `environmentResumeLease`: the lease, or `{providerLeaseId: null, metadata: {expired: true}}`.
+    pub async fn resume(&self, params: &ResumeLeaseParams) -> Result<Lease> {
+        let store = store(&params.base.config, &self.groups)?;
+        let id = params.provider_lease_id.clone();
+        blocking(move || store.resume(&id)).await.map(to_wire_lease)
+    }
+
+    /// `environmentReleaseLease`: by `resourceDisposition` (default destroy).
+    pub async fn release(&self, params: &ReleaseLeaseParams) -> Result<Option<TerminationReceipt>> {
+        let store = store(&params.base.config, &self.groups)?;
+        let id = params.provider_lease_id.clone();
+        let d = disposition(params.resource_disposition.as_ref());
+        blocking(move || store.release(id.as_deref(), d)).await.map(|r| r.map(to_wire_receipt))
+    }
+
+    /// `environmentDestroyLease`: idempotent; a missing lease is `destroyed`.
+    pub async fn destroy(&self, params: &ReleaseLeaseParams) -> Result<Option<TerminationReceipt>> {
+        let store = store(&params.base.config, &self.groups)?;
+        let id = params.provider_lease_id.clone();
+        blocking(move || store.destroy(id.as_deref())).await.map(|r| r.map(to_wire_receipt))
+    }
+
+    /// `environmentStopLease`: end the lease's commands, keep its files.
+    pub async fn stop(&self, params: &StopLeaseParams) -> Result<TerminationReceipt> {
+        let store = store(&params.base.config, &self.groups)?;
+        let id = params.provider_lease_id.clone();
+        blocking(move || store.stop(&id)).await.map(to_wire_receipt)
+    }
+
+    /// `environmentRealizeWorkspace`: `{cwd}` of the lease's workspace directory.
+    pub async fn realize(&self, params: &RealizeWorkspaceParams) -> Result<RealizeWorkspaceResult> {
+        let store = store(&params.base.config, &self.groups)?;
+        let id = lease_id(&params.lease)?.to_string();
+        let remote = params.workspace.remote_path.clone();
+        let cwd = blocking(move || store.realize(&id, remote.as_deref())).await?;
+        Ok(RealizeWorkspaceResult::new(cwd.display().to_string()))
+    }
+
+    /// `environmentExecute`: run the command; `on_chunk` receives output as it arrives;
+    /// `cancel` kills the command's process group.
+    pub async fn execute(
+        &self,
+        params: &ExecuteParams,
+        mut on_chunk: impl FnMut(OutputStream, String),
+        cancel: impl Future<Output = ()>,
+    ) -> Result<ExecuteResult> {
+        let store = store(&params.base.config, &self.groups)?;
+        let dir = store.active_dir(lease_id(&params.lease)?)?;
+        let req = ExecRequest {
+            command: params.command.clone(),
+            args: params.args().to_vec(),
+            cwd: params.cwd.as_ref().map(PathBuf::from),
+            env: params.env.clone().unwrap_or_default(),
+            stdin: params.stdin.as_ref().map(|s| s.clone().into_bytes()),
+            timeout: params.timeout_ms.filter(|&t| t > 0).map(Duration::from_millis),
+        };
+        let sink = |stream: exec::OutputStream, chunk: String| {
+            let stream = match stream {
+                exec::OutputStream::Stdout => OutputStream::Stdout,
+                exec::OutputStream::Stderr => OutputStream::Stderr,
+            };
+            on_chunk(stream, chunk);
+        };
+        let out = exec::run(&dir, req, Some(&self.groups), sink, cancel).await?;
+        let mut result = ExecuteResult::default();
+        result.exit_code = out.exit_code.map(i64::from);
+        result.signal = out.signal;
+        result.timed_out = out.timed_out;
+        result.stdout = out.stdout;
+        result.stderr = out.stderr;
+        let mut metadata = JsonObject::new();
+        if out.stdout_truncated {
+            metadata.insert("stdoutTruncated".into(), json!(true));
+        }
+        if out.stderr_truncated {
+            metadata.insert("stderrTruncated".into(), json!(true));
+        }
+        if out.cancelled {
+            metadata.insert("cancelled".into(), json!(true));
+        }
+        if !metadata.is_empty() {
+            result.metadata = Some(metadata);
+        }
+        Ok(result)
+    }
+
+    /// `environmentSyncIn` / `environmentSyncOut`, bounded by max(`minimumTimeoutMs`,
+    /// `syncTimeoutMs`).
+    pub async fn sync(&self, direction: Direction, params: &SyncParams) -> Result<SyncResult> {
+        let cfg = LocalConfig::parse(&Value::Object(params.base.config.clone()))?;
+        let timeout_ms = params
+            .effective_timeout_ms(self.profile, cfg.sync_timeout_ms)
+            .map_err(|e| LocalError::invalid(e.to_string()))?;
+        let store = LeaseStore::open(&cfg.resolved_root(), self.groups.clone())?;
+        let dir = store.active_dir(lease_id(&params.lease)?)?;
+        let ops = params.operations.iter().map(to_core_operation).collect::<Result<Vec<_>>>()?;
+        let results =
+            sync::sync(direction, &dir, ops, Duration::from_millis(timeout_ms), &self.groups)
+                .await?;
+        Ok(SyncResult::new(
+            results
+                .into_iter()
+                .map(|r| {
+                    psync::SyncOperationResult::new(
+                        r.operation_id,
+                        r.files_transferred,
+                        r.bytes_transferred,
+                    )
+                })
+                .collect(),
+        ))
+    }
+}
+
+fn to_core_operation(op: &psync::SyncOperation) -> Result<SyncOperation> {
+    let mut files = Vec::with_capacity(op.files.len());
+    for f in &op.files {
+        let kind = match f.kind {
+            psync::MappingKind::File => MappingKind::File,
+            psync::MappingKind::Directory => MappingKind::Directory,
+            other => {
+                return Err(LocalError::invalid(format!("unsupported mapping kind {other:?}")))
+            }
+        };
+        files.push(FileMapping {
+            source_path: PathBuf::from(&f.source_path),
+            target_path: PathBuf::from(&f.target_path),
+            kind,
+            mode: f.mode,
+            exclude: f.exclude.clone().unwrap_or_default(),
+            follow_symlinks: f.follow_symlinks.unwrap_or(false),
+        });
+    }
+    Ok(SyncOperation {
+        operation_id: op.operation_id.clone(),
+        files,
+        post_upload_commands: op
+            .post_upload_commands()
+            .iter()
+            .map(|c| PostUploadCommand {
+                command: c.command.clone(),
+                cwd: c.cwd.as_ref().map(PathBuf::from),
+                timeout_ms: c.timeout_ms,
+            })
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+#[path = "provider_tests.rs"]
+mod tests;

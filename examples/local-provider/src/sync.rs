@@ -1,0 +1,327 @@
+//! `environmentSyncIn` / `environmentSyncOut`: apply sync operations to a lease.
+//!
+//! - **Direction.** SyncIn copies from the host (any absolute path) into the lease (targets
+//!   confined to the lease directory, strictly below it); SyncOut copies from the lease (sources
+//!   confined) to the host (any absolute path). Confinement: [`crate::confine`].
+//! - **Order.** Operations, their file mappings and their post-upload commands are applied
+//!   strictly in array order, and the first failure fails the whole call with an error naming
+//!   the operation (and the mapping or command index); nothing is reported as partial success.
+//! - **Copies.** [`crate::copy`]: atomic-replace files, destroy-then-replace directories, modes,
+//!   excludes, tar `-h` symlink semantics, bounded memory. A SyncOut that follows symlinks refuses
+//!   links that lead out of the lease.
+//! - **Post-upload commands** (SyncIn only; a SyncOut carrying any is refused) run after the
+//!   operation's files land, each as `sh -c <command>` (never rewritten), in the lease's
+//!   environment ([`crate::exec`]), in `cwd` (absolute, confined to the lease; default the lease
+//!   directory), bounded by their `timeoutMs` and by the call's deadline. A non-zero exit fails
+//!   the call.
+//! - **Deadline** (decisions.md D7). The whole call is bounded by
+//!   [`effective_timeout`]`(minimumTimeoutMs, syncTimeoutMs)` = the larger of the two.
+//!   `minimumTimeoutMs` must be a whole number from 1 to 1,800,000 ([`parse_minimum_timeout`]).
+//!   On expiry the copy stops at its next buffer, running commands are killed, and the call
+//!   fails with [`ErrorKind::Timeout`].
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::confine::{confine, is_lease_root, Leaf};
+use crate::copy::{copy_dir_mapping, copy_file_mapping, CopyOptions, Transfer};
+use crate::error::{ErrorKind, LocalError, Result};
+use crate::exec::{self, ExecRequest, ProcessGroups};
+use crate::glob::Excludes;
+
+/// The largest accepted `minimumTimeoutMs`: 30 minutes.
+pub const MAX_MINIMUM_TIMEOUT_MS: u64 = 1_800_000;
+
+/// The direction of a sync call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Host → lease (`environmentSyncIn`).
+    In,
+    /// Lease → host (`environmentSyncOut`).
+    Out,
+}
+
+/// A file mapping's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MappingKind {
+    /// A single file (or symlink).
+    File,
+    /// A directory tree.
+    Directory,
+}
+
+/// One file mapping of an operation.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileMapping {
+    /// Where to read.
+    pub source_path: PathBuf,
+    /// Where to write.
+    pub target_path: PathBuf,
+    /// File or directory.
+    pub kind: MappingKind,
+    /// POSIX permission bits for the files written: a number, or an octal string (`"0644"`).
+    #[serde(default, deserialize_with = "de_mode")]
+    pub mode: Option<u32>,
+    /// Exclude globs ([`crate::glob`]).
+    #[serde(default, deserialize_with = "de_null_default")]
+    pub exclude: Vec<String>,
+    /// tar `-h`: copy link targets instead of links.
+    #[serde(default, deserialize_with = "de_null_default")]
+    pub follow_symlinks: bool,
+}
+
+/// A command run after an operation's files land.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PostUploadCommand {
+    /// A shell command line, run as `sh -c <command>`.
+    pub command: String,
+    /// Absolute working directory inside the lease.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Its own timeout.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// One sync operation.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncOperation {
+    /// Opaque id, echoed in the result.
+    pub operation_id: String,
+    /// Its mappings, applied in order.
+    #[serde(default, deserialize_with = "de_null_default")]
+    pub files: Vec<FileMapping>,
+    /// Commands run after the files land (SyncIn).
+    #[serde(default, deserialize_with = "de_null_default")]
+    pub post_upload_commands: Vec<PostUploadCommand>,
+}
+
+/// What one operation transferred.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationResult {
+    /// The operation's id.
+    pub operation_id: String,
+    /// Files and links written.
+    pub files_transferred: u64,
+    /// Bytes of file content written.
+    pub bytes_transferred: u64,
+}
+
+fn de_null_default<'de, D, T>(d: D) -> std::result::Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+fn de_mode<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<u32>, D::Error> {
+    use serde::de::Error;
+    let mode = match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_u64().and_then(|m| u32::try_from(m).ok()),
+        Some(Value::String(s)) => u32::from_str_radix(s.trim_start_matches("0o"), 8).ok(),
+        Some(_) => None,
+    };
+    match mode {
+        Some(m) if m <= 0o7777 => Ok(Some(m)),
+        _ => Err(D::Error::custom("mode must be POSIX permission bits (0 to 0o7777)")),
+    }
+}
+
+/// Read `minimumTimeoutMs` from sync params: absent or null is `None`; otherwise it must be a
+/// whole number from 1 to [`MAX_MINIMUM_TIMEOUT_MS`] (an [`ErrorKind::InvalidParams`] error).
+pub fn parse_minimum_timeout(params: &Value) -> Result<Option<u64>> {
+    match params.get("minimumTimeoutMs") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=MAX_MINIMUM_TIMEOUT_MS).contains(&n) => Ok(Some(n)),
+            _ => Err(LocalError::invalid(format!(
+                "minimumTimeoutMs must be a whole number from 1 to {MAX_MINIMUM_TIMEOUT_MS}"
+            ))),
+        },
+    }
+}
+
+/// The effective transfer timeout: max(`minimum`, `configured`) milliseconds.
+pub fn effective_timeout(minimum: Option<u64>, configured_ms: u64) -> Duration {
+    Duration::from_millis(minimum.map_or(configured_ms, |m| m.max(configured_ms)))
+}
+
+/// Apply `operations` to the lease at `lease_dir`, in order, within `timeout`.
+pub async fn sync(
+    direction: Direction,
+    lease_dir: &Path,
+    operations: Vec<SyncOperation>,
+    timeout: Duration,
+    groups: &ProcessGroups,
+) -> Result<Vec<OperationResult>> {
+    let abort = Arc::new(AtomicBool::new(false));
+    let deadline = Instant::now() + timeout;
+    let work = run_operations(direction, lease_dir, operations, deadline, groups, abort.clone());
+    match tokio::time::timeout_at(deadline, work).await {
+        Ok(result) => result,
+        Err(_) => {
+            abort.store(true, Ordering::Relaxed);
+            Err(LocalError::new(
+                ErrorKind::Timeout,
+                format!("sync did not finish within {} ms", timeout.as_millis()),
+            ))
+        }
+    }
+}
+
+async fn run_operations(
+    direction: Direction,
+    lease_dir: &Path,
+    operations: Vec<SyncOperation>,
+    deadline: Instant,
+    groups: &ProcessGroups,
+    abort: Arc<AtomicBool>,
+) -> Result<Vec<OperationResult>> {
+    let lease = lease_dir.canonicalize().map_err(|e| LocalError::io("resolve the lease", e))?;
+    let mut results = Vec::with_capacity(operations.len());
+    for op in operations {
+        let tag = |msg: String| format!("operation {:?}: {msg}", op.operation_id);
+        if direction == Direction::Out && !op.post_upload_commands.is_empty() {
+            return Err(LocalError::invalid(tag(
+                "postUploadCommands are only valid in syncIn".into()
+            )));
+        }
+        let mut total = Transfer::default();
+        for (index, mapping) in op.files.iter().enumerate() {
+            let t = transfer(direction, &lease, mapping.clone(), abort.clone())
+                .await
+                .map_err(|e| e.context(tag(format!("files[{index}]"))))?;
+            total += t;
+        }
+        for (index, cmd) in op.post_upload_commands.iter().enumerate() {
+            run_post_upload(&lease, cmd, deadline, groups)
+                .await
+                .map_err(|e| e.context(tag(format!("postUploadCommands[{index}]"))))?;
+        }
+        tracing::debug!(operation = %op.operation_id, files = total.files, bytes = total.bytes, "sync operation done");
+        results.push(OperationResult {
+            operation_id: op.operation_id,
+            files_transferred: total.files,
+            bytes_transferred: total.bytes,
+        });
+    }
+    Ok(results)
+}
+
+fn require_absolute(path: &Path, what: &str) -> Result<()> {
+    if !path.is_absolute() {
+        return Err(LocalError::invalid(format!("{what} {} is not absolute", path.display())));
+    }
+    if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(LocalError::new(
+            ErrorKind::Confinement,
+            format!("{what} {} contains a `..` component", path.display()),
+        ));
+    }
+    Ok(())
+}
+
+/// Resolve and copy one mapping on a blocking thread.
+async fn transfer(
+    direction: Direction,
+    lease: &Path,
+    mapping: FileMapping,
+    abort: Arc<AtomicBool>,
+) -> Result<Transfer> {
+    let (source, target, links_confined_to) = match direction {
+        Direction::In => {
+            require_absolute(&mapping.source_path, "sourcePath")?;
+            let target = confine(lease, &mapping.target_path, Leaf::NoFollow)?;
+            if is_lease_root(lease, &target) {
+                return Err(LocalError::new(
+                    ErrorKind::Confinement,
+                    "targetPath must be below the lease directory, not the lease directory itself",
+                ));
+            }
+            (mapping.source_path.clone(), target, None)
+        }
+        Direction::Out => {
+            require_absolute(&mapping.target_path, "targetPath")?;
+            let follow_leaf = mapping.kind == MappingKind::Directory || mapping.follow_symlinks;
+            let leaf = if follow_leaf { Leaf::Follow } else { Leaf::NoFollow };
+            let source = confine(lease, &mapping.source_path, leaf)?;
+            (source, mapping.target_path.clone(), Some(lease.to_path_buf()))
+        }
+    };
+    let excludes = Excludes::new(&mapping.exclude)?;
+    let task = tokio::task::spawn_blocking(move || {
+        let opts = CopyOptions {
+            mode: mapping.mode,
+            excludes: &excludes,
+            follow_symlinks: mapping.follow_symlinks,
+            links_confined_to: links_confined_to.as_deref(),
+            abort: &abort,
+        };
+        match mapping.kind {
+            MappingKind::File => copy_file_mapping(&source, &target, &opts),
+            MappingKind::Directory => copy_dir_mapping(&source, &target, &opts),
+        }
+    });
+    task.await.map_err(|e| LocalError::new(ErrorKind::Io, format!("copy task failed: {e}")))?
+}
+
+async fn run_post_upload(
+    lease: &Path,
+    cmd: &PostUploadCommand,
+    deadline: Instant,
+    groups: &ProcessGroups,
+) -> Result<()> {
+    let cwd = match &cmd.cwd {
+        None => lease.to_path_buf(),
+        Some(c) if c.is_absolute() => confine(lease, c, Leaf::Follow)?,
+        Some(c) => return Err(LocalError::invalid(format!("cwd {} is not absolute", c.display()))),
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    let timeout =
+        cmd.timeout_ms.filter(|&t| t > 0).map_or(left, |t| Duration::from_millis(t).min(left));
+    let req = ExecRequest {
+        command: "sh".into(),
+        args: vec!["-c".into(), cmd.command.clone()],
+        cwd: Some(cwd),
+        timeout: Some(timeout),
+        ..Default::default()
+    };
+    let out = exec::run(lease, req, Some(groups), |_, _| {}, std::future::pending()).await?;
+    if out.timed_out {
+        return Err(LocalError::new(
+            ErrorKind::Timeout,
+            format!("timed out after {} ms", timeout.as_millis()),
+        ));
+    }
+    if out.exit_code != Some(0) {
+        let how = match (&out.exit_code, &out.signal) {
+            (Some(code), _) => format!("exited with code {code}"),
+            (None, Some(sig)) => format!("was killed by {sig}"),
+            (None, None) => "failed".to_string(),
+        };
+        let tail: String = {
+            let chars: Vec<char> = out.stderr.trim_end().chars().collect();
+            chars[chars.len().saturating_sub(2_000)..].iter().collect()
+        };
+        let err = LocalError::new(ErrorKind::CommandFailed, format!("command {how}: {tail}"));
+        return Err(LocalError { exit_code: out.exit_code, ..err });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "sync_tests.rs"]
+mod tests;

@@ -1,0 +1,191 @@
+//! The JSON-RPC face of the local provider: [`SandboxProvider`] for [`LocalProvider`].
+//!
+//! Each hook forwards to [`LocalProvider`] and maps a [`LocalError`] to the wire:
+//!
+//! | Error kind | Answer |
+//! |---|---|
+//! | [`ErrorKind::InvalidParams`] | `-32602 Invalid params: …` |
+//! | any other kind, on `environmentSyncIn` / `environmentSyncOut` | `-32002` with the sync-error envelope (`errorCode` from the OS error, `ETIMEDOUT` for a timeout, `exitCode` and `transferFailureKind: command_failed` for a failed post-upload command, `transferStep: sandbox_guard` for a confinement refusal) |
+//! | any other kind, on `environmentStopLease` | `-32002` with the stop-error envelope, reason `unrecoverable` |
+//! | any other kind | `-32002` with the message |
+//!
+//! `shutdown` kills every command still running in any lease before the runtime exits.
+//! `environmentExecute` streams output through [`Context::execute_log`] and kills the command's
+//! process group when the call is cancelled (for example by `shutdown`).
+
+use paperclip_sandbox_protocol::envelope::sync_error::{
+    SyncErrorCode, TransferFailureKind, TransferStep,
+};
+use paperclip_sandbox_protocol::envelope::{StopErrorReason, SyncDiagnostic};
+use paperclip_sandbox_sdk::prelude::*;
+
+use crate::error::{ErrorKind, LocalError};
+use crate::provider::LocalProvider;
+use crate::sync::Direction;
+
+fn wire_error(e: LocalError) -> ProviderError {
+    match e.kind {
+        ErrorKind::InvalidParams => ProviderError::invalid_params(e.message),
+        _ => ProviderError::worker(e.message),
+    }
+}
+
+fn os_error_code(errno: i32) -> SyncErrorCode {
+    match errno {
+        libc::ENOENT => SyncErrorCode::Enoent,
+        libc::EACCES => SyncErrorCode::Eacces,
+        libc::EPERM => SyncErrorCode::Eperm,
+        libc::ENOSPC => SyncErrorCode::Enospc,
+        libc::EIO => SyncErrorCode::Eio,
+        libc::EXDEV => SyncErrorCode::Exdev,
+        libc::ENOTDIR => SyncErrorCode::Enotdir,
+        libc::EISDIR => SyncErrorCode::Eisdir,
+        libc::EPIPE => SyncErrorCode::Epipe,
+        libc::ETIMEDOUT => SyncErrorCode::Etimedout,
+        _ => SyncErrorCode::Unknown,
+    }
+}
+
+/// The sync diagnostic of a failed transfer (see the module docs).
+pub fn sync_diagnostic(e: &LocalError) -> SyncDiagnostic {
+    match e.kind {
+        ErrorKind::Timeout => SyncDiagnostic::new(SyncErrorCode::Etimedout),
+        ErrorKind::Confinement => SyncDiagnostic::new(SyncErrorCode::Eacces)
+            .with_transfer_step(TransferStep::SandboxGuard),
+        ErrorKind::CommandFailed => {
+            let d = SyncDiagnostic::new(SyncErrorCode::Unknown)
+                .with_transfer_failure_kind(TransferFailureKind::CommandFailed);
+            match e.exit_code {
+                Some(code) => d.with_exit_code(i64::from(code)).unwrap_or(d),
+                None => d,
+            }
+        }
+        ErrorKind::NotFound => SyncDiagnostic::new(SyncErrorCode::Enoent)
+            .with_transfer_step(TransferStep::SandboxAccess),
+        _ => SyncDiagnostic::new(e.os_error.map_or(SyncErrorCode::Unknown, os_error_code)),
+    }
+}
+
+fn sync_error(e: LocalError) -> ProviderError {
+    if e.kind == ErrorKind::InvalidParams {
+        return wire_error(e);
+    }
+    let diagnostic = sync_diagnostic(&e);
+    ProviderError::sync(e.message, diagnostic)
+}
+
+#[paperclip_sandbox_sdk::provider]
+impl SandboxProvider for LocalProvider {
+    async fn shutdown(&self, _cx: Context) -> HookResult<()> {
+        let killed = LocalProvider::shutdown(self);
+        tracing::info!(killed, "shutdown: ended the commands still running");
+        Ok(())
+    }
+
+    async fn validate_config(
+        &self,
+        params: ValidateConfigParams,
+        _cx: Context,
+    ) -> HookResult<ValidateConfigResult> {
+        Ok(LocalProvider::validate_config(self, &params))
+    }
+
+    async fn probe(&self, params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
+        // A deliberate stray `println!`: it demonstrates the SDK's stdout guard. The runtime
+        // points fd 1 at stderr, so this line reaches the host's stderr log, never the
+        // protocol stream (the wire tests check that stdout stays pure).
+        println!("local-provider: probe called (stdout guard demonstration: this goes to stderr)");
+        LocalProvider::probe(self, &params).await.map_err(wire_error)
+    }
+
+    async fn acquire_lease(
+        &self,
+        params: AcquireLeaseParams,
+        _cx: Context,
+    ) -> HookResult<AcquireLeaseResult> {
+        self.acquire(&params).await.map_err(wire_error)
+    }
+
+    async fn resume_lease(
+        &self,
+        params: ResumeLeaseParams,
+        _cx: Context,
+    ) -> HookResult<ResumeLeaseResult> {
+        self.resume(&params).await.map_err(wire_error)
+    }
+
+    async fn release_lease(
+        &self,
+        params: ReleaseLeaseParams,
+        _cx: Context,
+    ) -> HookResult<ReleaseLeaseResult> {
+        self.release(&params).await.map_err(wire_error)
+    }
+
+    async fn destroy_lease(
+        &self,
+        params: DestroyLeaseParams,
+        _cx: Context,
+    ) -> HookResult<DestroyLeaseResult> {
+        self.destroy(&params).await.map_err(wire_error)
+    }
+
+    async fn stop_lease(
+        &self,
+        params: StopLeaseParams,
+        _cx: Context,
+    ) -> HookResult<StopLeaseResult> {
+        self.stop(&params).await.map_err(|e| match e.kind {
+            ErrorKind::InvalidParams => wire_error(e),
+            _ => ProviderError::stop(e.message, StopErrorReason::Unrecoverable),
+        })
+    }
+
+    async fn realize_workspace(
+        &self,
+        params: RealizeWorkspaceParams,
+        _cx: Context,
+    ) -> HookResult<RealizeWorkspaceResult> {
+        self.realize(&params).await.map_err(wire_error)
+    }
+
+    async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
+        let cancel = cx.cancellation().clone();
+        let sink = |stream: OutputStream, chunk: String| cx.execute_log(stream, &chunk);
+        LocalProvider::execute(self, &params, sink, async move { cancel.cancelled().await })
+            .await
+            .map_err(wire_error)
+    }
+
+    async fn sync_in(&self, params: SyncInParams, _cx: Context) -> HookResult<SyncResult> {
+        self.sync(Direction::In, &params).await.map_err(sync_error)
+    }
+
+    async fn sync_out(&self, params: SyncOutParams, _cx: Context) -> HookResult<SyncResult> {
+        self.sync(Direction::Out, &params).await.map_err(sync_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_errors_carry_allowlisted_diagnostics_only() {
+        let timeout = LocalError::new(ErrorKind::Timeout, "slow /private/path");
+        assert_eq!(sync_diagnostic(&timeout).error_code(), SyncErrorCode::Etimedout);
+        let failed =
+            LocalError { exit_code: Some(7), ..LocalError::new(ErrorKind::CommandFailed, "x") };
+        let d = sync_diagnostic(&failed);
+        assert_eq!(
+            (d.exit_code(), d.transfer_failure_kind()),
+            (Some(7), Some(TransferFailureKind::CommandFailed))
+        );
+        let io = LocalError::io("open", std::io::Error::from_raw_os_error(libc::ENOSPC));
+        assert_eq!(sync_diagnostic(&io).error_code(), SyncErrorCode::Enospc);
+        let guard = LocalError::new(ErrorKind::Confinement, "escape");
+        assert_eq!(sync_diagnostic(&guard).transfer_step(), Some(TransferStep::SandboxGuard));
+        let data = sync_diagnostic(&timeout).to_data().unwrap().to_string();
+        assert!(!data.contains("private"), "{data}");
+    }
+}

@@ -1,0 +1,232 @@
+//! Example Paperclip sandbox provider for a Daytona-shaped HTTP sandbox API.
+//!
+//! It implements the behaviour of the Daytona plugin described in seed 001 (PR #20828) and
+//! decisions.md D5, D6 and D8 against the API of [`api`]:
+//!
+//! * **Fresh acquisition** ([`acquire`]): a creation name `paperclip-create-<id>` from the
+//!   host's `creationOperation` and ownership labels; a cap (default 180 s) with a lookup by
+//!   creation name after the lookup delay (default 90 s); the cleanup envelope with an
+//!   acquisition diagnostic when an attempt ends; no compensating delete of an adopted sandbox.
+//! * **Destroy with observation, release, resume, stop-only preservation** ([`lifecycle`]).
+//! * **Execute** through `POST /sandbox/{id}/exec`; **probe** through `GET /health`;
+//!   **validateConfig** through [`config::RemoteConfig::parse`].
+//!
+//! The API key (`apiKey`, a [`Secret`]) only
+//! ever travels in the `Authorization` header: it is in no error, envelope, metadata, log
+//! line or `Debug` output. The account fingerprint of the envelope is a SHA-256 of the base
+//! URL and the key.
+
+use std::time::Duration;
+
+use paperclip_sandbox_sdk::prelude::*;
+use paperclip_sandbox_sdk::protocol::capabilities::Capability;
+use paperclip_sandbox_sdk::protocol::manifest::{DriverDeclaration, Manifest};
+use paperclip_sandbox_sdk::protocol::HostProfile;
+
+pub mod acquire;
+pub mod api;
+pub mod config;
+pub mod lifecycle;
+pub mod owner;
+
+use api::{ApiClient, ExecRequest};
+use config::RemoteConfig;
+
+/// The driver key of this provider.
+pub const DRIVER_KEY: &str = "remote";
+/// The acquisition budget declared to the host (`defaultAcquireTimeoutMs`, seed 000): the
+/// host's whole budget; one fresh attempt is capped lower by `acquireCapMs`.
+pub const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 300_000;
+
+/// The manifest of the `remote-provider` plugin for the November host
+/// (`paperclip-2026-11`), printed by `remote-provider --manifest`.
+///
+/// Built with the protocol crate's manifest builders; it moves to the SDK's manifest derive
+/// once that derive is available.
+pub fn manifest() -> Manifest {
+    manifest_for(HostProfile::Paperclip2026_11)
+}
+
+/// The manifest for `profile`: the September host's strict schema rejects the November driver
+/// fields (`defaultAcquireTimeoutMs`, `creationOperationVersion`), so they are left out there.
+pub fn manifest_for(profile: HostProfile) -> Manifest {
+    let mut driver = DriverDeclaration::sandbox_provider(DRIVER_KEY, "Remote sandbox API")
+        .with_description("Sandboxes of a Daytona-shaped HTTP API")
+        .with_config_schema(config::config_schema())
+        .with_capability(Capability::ReusableLeases, true);
+    if profile.is_november() {
+        driver = driver
+            .with_default_acquire_timeout_ms(DEFAULT_ACQUIRE_TIMEOUT_MS)
+            .with_creation_operation_version(1);
+    }
+    Manifest::sandbox_provider(
+        "paperclip-remote-provider",
+        env!("CARGO_PKG_VERSION"),
+        "Remote sandbox provider",
+        "remote-provider",
+    )
+    .with_description("Example Paperclip sandbox provider for a Daytona-shaped HTTP sandbox API")
+    .with_author("paperclip-sandbox developers")
+    .with_driver(driver)
+}
+
+/// The provider: one shared HTTP connection pool; the account comes with each call's config.
+#[derive(Debug, Clone, Default)]
+pub struct RemoteProvider {
+    http: reqwest::Client,
+}
+
+impl RemoteProvider {
+    /// A provider with a fresh connection pool.
+    pub fn new() -> Self {
+        RemoteProvider::default()
+    }
+
+    fn client(&self, config: &JsonObject) -> Result<(ApiClient, RemoteConfig), ProviderError> {
+        let config = RemoteConfig::parse(config).map_err(|errors| {
+            ProviderError::worker(format!("Invalid provider config: {}", errors.join("; ")))
+        })?;
+        let client = ApiClient::new(
+            self.http.clone(),
+            &config.base_url,
+            config.api_key.clone(),
+            config.request_timeout,
+        );
+        Ok((client, config))
+    }
+}
+
+#[paperclip_sandbox_sdk::provider]
+impl SandboxProvider for RemoteProvider {
+    async fn validate_config(
+        &self,
+        params: ValidateConfigParams,
+        _cx: Context,
+    ) -> HookResult<ValidateConfigResult> {
+        Ok(match RemoteConfig::parse(&params.config) {
+            Ok(_) => ValidateConfigResult::valid(),
+            Err(errors) => ValidateConfigResult::invalid(errors),
+        })
+    }
+
+    async fn probe(&self, params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
+        let (client, _) = match self.client(&params.base.config) {
+            Ok(c) => c,
+            Err(e) => {
+                let diagnostic = Diagnostic::new(DiagnosticSeverity::Error, e.message())
+                    .with_code("invalid_config");
+                return Ok(ProbeResult::new(false).with_diagnostic(diagnostic));
+            }
+        };
+        Ok(match client.health().await {
+            Ok(()) => ProbeResult::new(true).with_summary("The sandbox API is reachable"),
+            Err(e) => ProbeResult::new(false)
+                .with_summary("The sandbox API is not reachable")
+                .with_diagnostic(
+                    Diagnostic::new(DiagnosticSeverity::Error, e.to_string())
+                        .with_code("unreachable"),
+                ),
+        })
+    }
+
+    async fn acquire_lease(
+        &self,
+        params: AcquireLeaseParams,
+        _cx: Context,
+    ) -> HookResult<AcquireLeaseResult> {
+        let (client, config) = self.client(&params.base.config)?;
+        acquire::acquire(&client, &config, &params).await
+    }
+
+    async fn resume_lease(
+        &self,
+        params: ResumeLeaseParams,
+        _cx: Context,
+    ) -> HookResult<ResumeLeaseResult> {
+        let (client, config) = self.client(&params.base.config)?;
+        lifecycle::resume(&client, &config, &params).await
+    }
+
+    async fn release_lease(
+        &self,
+        params: ReleaseLeaseParams,
+        _cx: Context,
+    ) -> HookResult<ReleaseLeaseResult> {
+        let (client, config) = self.client(&params.base.config)?;
+        lifecycle::release(&client, &config, &params).await
+    }
+
+    async fn destroy_lease(
+        &self,
+        params: DestroyLeaseParams,
+        _cx: Context,
+    ) -> HookResult<DestroyLeaseResult> {
+        let (client, config) = self.client(&params.base.config)?;
+        lifecycle::destroy(&client, &config, &params).await
+    }
+
+    async fn stop_lease(
+        &self,
+        params: StopLeaseParams,
+        _cx: Context,
+    ) -> HookResult<StopLeaseResult> {
+        let (client, config) = self.client(&params.base.config)?;
+        lifecycle::stop_lease(&client, &config, &params).await
+    }
+
+    async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
+        let (client, config) = self.client(&params.base.config)?;
+        let Some(id) = params.lease.provider_lease_id.as_deref() else {
+            return Err(ProviderError::invalid_params("lease.providerLeaseId is null"));
+        };
+        let request = ExecRequest {
+            command: params.command.clone(),
+            args: params.args().to_vec(),
+            cwd: params.cwd.clone(),
+            env: params.env.clone(),
+            stdin: params.stdin.clone(),
+            timeout_ms: params.timeout_ms,
+        };
+        // The command's own timeout plus a margin; without one, the host's RPC deadline rules.
+        let timeout = match params.timeout_ms {
+            Some(ms) => Duration::from_millis(ms) + config.request_timeout,
+            None => Duration::from_secs(86_400),
+        };
+        let answer = client
+            .exec(id, &request, timeout)
+            .await
+            .map_err(|e| ProviderError::worker(format!("Running the command failed: {e}")))?;
+        cx.execute_log(OutputStream::Stdout, &answer.stdout);
+        cx.execute_log(OutputStream::Stderr, &answer.stderr);
+        let mut result = match (answer.timed_out, answer.exit_code) {
+            (true, _) => ExecuteResult::timed_out(),
+            (false, Some(code)) => ExecuteResult::exited(code),
+            (false, None) => ExecuteResult::signaled("SIGKILL"),
+        };
+        result.stdout = answer.stdout;
+        result.stderr = answer.stderr;
+        Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_declares_the_contract() {
+        let m = manifest().to_value();
+        let d = &m["environmentDrivers"][0];
+        assert_eq!(d["driverKey"], "remote");
+        assert_eq!(d["creationOperationVersion"], 1);
+        assert_eq!(d["defaultAcquireTimeoutMs"], 300_000);
+        assert_eq!(d["sandboxCapabilities"]["reusableLeases"], true);
+        assert_eq!(d["configSchema"]["properties"]["apiKey"]["format"], "secret-ref");
+        for profile in HostProfile::ALL {
+            let report = manifest_for(profile).validate(profile);
+            assert!(report.valid, "{profile}: {report:?}");
+        }
+        let old = manifest_for(HostProfile::Paperclip2026_09).to_value();
+        assert!(old["environmentDrivers"][0].get("creationOperationVersion").is_none());
+    }
+}

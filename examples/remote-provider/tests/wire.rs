@@ -1,0 +1,126 @@
+//! The `remote-provider` binary over stdio against the fake API, and `--manifest`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use paperclip_sandbox_sdk::protocol::envelope::read_acquisition_diagnostic;
+use paperclip_sandbox_sdk::protocol::manifest::validate;
+use paperclip_sandbox_sdk::protocol::HostProfile;
+use paperclip_sandbox_sdk::testing::WorkerProcess;
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_remote-provider");
+
+fn spawn() -> WorkerProcess {
+    let mut command = tokio::process::Command::new(BIN);
+    command.env("RUST_LOG", "trace");
+    WorkerProcess::from_command(command).expect("spawn remote-provider")
+}
+
+fn manifest() -> Value {
+    let out = std::process::Command::new(BIN).arg("--manifest").output().expect("run");
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).expect("the manifest is JSON")
+}
+
+#[test]
+fn manifest_flag_prints_a_valid_manifest() {
+    let m = manifest();
+    let report = validate(&m, HostProfile::Paperclip2026_11);
+    assert!(report.valid, "{report:?}");
+    let d = &m["environmentDrivers"][0];
+    assert_eq!(d["driverKey"], "remote");
+    assert_eq!(d["kind"], "sandbox_provider");
+    assert_eq!(d["creationOperationVersion"], 1);
+    assert_eq!(d["defaultAcquireTimeoutMs"], 300_000);
+    assert_eq!(d["sandboxCapabilities"]["reusableLeases"], true);
+    assert_eq!(d["configSchema"]["properties"]["apiKey"]["format"], "secret-ref");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_acquire_execute_destroy_over_stdio() {
+    let fake = FakeApi::start(Faults::default()).await;
+    let cfg = config(&fake);
+    let mut w = spawn();
+    let init = w
+        .call(json!(1), "initialize", json!({"manifest": manifest(), "config": {}}))
+        .await
+        .expect("initialize");
+    assert_eq!(init["result"]["ok"], true, "{init}");
+    let methods: Vec<String> =
+        serde_json::from_value(init["result"]["supportedMethods"].clone()).unwrap();
+    for m in [
+        "environmentValidateConfig",
+        "environmentProbe",
+        "environmentAcquireLease",
+        "environmentResumeLease",
+        "environmentReleaseLease",
+        "environmentDestroyLease",
+        "environmentStopLease",
+        "environmentExecute",
+    ] {
+        assert!(methods.iter().any(|x| x == m), "{m} missing from {methods:?}");
+    }
+
+    let lease = w.call(json!(2), "environmentAcquireLease", acquire_params(&cfg)).await.unwrap();
+    assert_eq!(lease["result"]["providerLeaseId"], "sbx-1", "{lease}");
+
+    let mut exec = base(&cfg);
+    exec["lease"] = lease["result"].clone();
+    exec["command"] = json!("cat");
+    exec["stdin"] = json!("from stdin");
+    w.send_line(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "environmentExecute", "params": exec})
+            .to_string(),
+    )
+    .await
+    .unwrap();
+    let lines = w.read_until_response(&json!(3)).await.unwrap();
+    let (response, notes) = lines.split_last().unwrap();
+    assert_eq!(response["result"]["stdout"], "from stdin", "{response}");
+    assert_eq!(response["result"]["exitCode"], 0);
+    assert!(
+        notes.iter().any(|n| n["method"] == "execute.log" && n["params"]["chunk"] == "from stdin"),
+        "{notes:?}"
+    );
+
+    let destroyed = w
+        .call(json!(4), "environmentDestroyLease", lease_params(&cfg, "sbx-1", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(destroyed["result"], json!({"providerLeaseId": "sbx-1", "state": "destroyed"}));
+    assert!(fake.sandbox("sbx-1").is_none());
+
+    w.close_stdin();
+    let status = tokio::time::timeout(Duration::from_secs(10), w.wait()).await.unwrap().unwrap();
+    assert!(status.success());
+    let stderr = w.stderr();
+    assert!(stderr.contains("creating sandbox"), "{stderr}");
+    assert!(!stderr.contains(API_KEY), "the key leaked to stderr");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_create_crosses_the_wire_as_an_envelope() {
+    let fake = FakeApi::start(Faults {
+        create_delay: Duration::from_secs(30),
+        create_timeline: now("creating"),
+        ..Faults::default()
+    })
+    .await;
+    let mut w = spawn();
+    w.call(json!(1), "initialize", json!({"manifest": manifest(), "config": {}})).await.unwrap();
+    let answer =
+        w.call(json!(2), "environmentAcquireLease", acquire_params(&config(&fake))).await.unwrap();
+    let error = &answer["error"];
+    assert_eq!(error["code"], -32002, "{answer}");
+    assert_eq!(error["data"]["cleanup"]["providerLeaseId"], CREATION_NAME);
+    assert_eq!(error["data"]["cleanup"]["attemptId"], OP_ID);
+    let d = read_acquisition_diagnostic(&error["data"]).expect("valid diagnostic");
+    assert!(d.reached_budget());
+    assert!(!answer.to_string().contains(API_KEY));
+    w.close_stdin();
+    w.wait().await.unwrap();
+    assert!(!w.stderr().contains(API_KEY));
+}

@@ -1,0 +1,265 @@
+//! The per-call [`Context`] a hook receives, and the worker's [`CancellationToken`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use paperclip_sandbox_protocol::jsonrpc::{ErrorObject, Id, Invocation};
+use paperclip_sandbox_protocol::methods::{
+    self, name, ConfigGetParams, ExecuteLogParams, JsonObject, LogLevel, LogParams, OutputStream,
+    RpcMethod, RpcNotification,
+};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::runtime::peer::Peer;
+
+/// Cancellation of a call: set when the worker shuts down (the host never cancels a single
+/// call; protocol.md A.5).
+#[derive(Clone)]
+pub struct CancellationToken {
+    rx: watch::Receiver<bool>,
+}
+
+/// The owner side of a [`CancellationToken`].
+#[derive(Debug)]
+pub struct CancellationSource {
+    tx: watch::Sender<bool>,
+}
+
+impl CancellationSource {
+    /// A fresh, not cancelled source.
+    pub fn new() -> Self {
+        CancellationSource { tx: watch::Sender::new(false) }
+    }
+
+    /// A token observing this source.
+    pub fn token(&self) -> CancellationToken {
+        CancellationToken { rx: self.tx.subscribe() }
+    }
+
+    /// Cancels every token of this source.
+    pub fn cancel(&self) {
+        self.tx.send_replace(true);
+    }
+}
+
+impl Default for CancellationSource {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CancellationToken {
+    /// True once cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    /// Resolves when the token is cancelled (or its source is dropped).
+    pub async fn cancelled(&self) {
+        let mut rx = self.rx.clone();
+        let _ = rx.wait_for(|c| *c).await;
+    }
+}
+
+impl fmt::Debug for CancellationToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancellationToken").field("cancelled", &self.is_cancelled()).finish()
+    }
+}
+
+/// What a hook knows about the call it serves, and its way back to the host.
+///
+/// Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    method: String,
+    request_id: Option<Id>,
+    invocation: Option<Invocation>,
+    cancel: CancellationToken,
+    deadline: Option<Instant>,
+    peer: Arc<Peer>,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("method", &self.inner.method)
+            .field("request_id", &self.inner.request_id)
+            .field("invocation_id", &self.invocation_id())
+            .field("deadline", &self.inner.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    pub(crate) fn new(
+        method: &str,
+        request_id: Option<Id>,
+        invocation: Option<Invocation>,
+        params: Option<&Value>,
+        cancel: CancellationToken,
+        peer: Arc<Peer>,
+    ) -> Self {
+        let deadline = deadline_for(method, params);
+        Context {
+            inner: Arc::new(Inner {
+                method: method.to_owned(),
+                request_id,
+                invocation,
+                cancel,
+                deadline,
+                peer,
+            }),
+        }
+    }
+
+    /// The wire name of the method being served.
+    pub fn method(&self) -> &str {
+        &self.inner.method
+    }
+
+    /// The id of the host request being served (`None` for a notification).
+    pub fn request_id(&self) -> Option<&Id> {
+        self.inner.request_id.as_ref()
+    }
+
+    /// The host invocation id (`paperclipInvocation.id`), when the host sent one.
+    pub fn invocation_id(&self) -> Option<&str> {
+        self.inner.invocation.as_ref().map(|i| i.id.as_str())
+    }
+
+    /// The company the call acts for (`paperclipInvocation.scope.companyId`).
+    pub fn company_id(&self) -> Option<&str> {
+        self.inner.invocation.as_ref().map(|i| i.scope.company_id.as_str())
+    }
+
+    /// The W3C `traceparent` of the host span, when tracing is on.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.inner.invocation.as_ref().and_then(|i| i.traceparent.as_deref())
+    }
+
+    /// The call's cancellation (cancelled when the worker shuts down).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// True once the call is cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// When the call should be done, where known.
+    ///
+    /// Set only for `environmentExecute` with a positive `params.timeoutMs`: the command's own
+    /// timeout, counted from when the request was read. The host's RPC deadline is later than
+    /// this (it adds the config's grace, protocol.md G); a provider that honours this deadline
+    /// answers `timedOut: true` in time.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline
+    }
+
+    /// Streams a chunk of the running command's output to the host as `execute.log`
+    /// notifications (protocol.md A.6).
+    ///
+    /// Only while serving `environmentExecute`; elsewhere the chunk is dropped (the host would
+    /// drop it too). Empty chunks are dropped; chunks longer than
+    /// [`EXECUTE_LOG_MAX_CHUNK_CHARS`](methods::EXECUTE_LOG_MAX_CHUNK_CHARS) are split on
+    /// character boundaries. The final result must still carry the full output.
+    pub fn execute_log(&self, stream: OutputStream, chunk: &str) {
+        if self.inner.method != name::ENVIRONMENT_EXECUTE {
+            tracing::debug!(method = %self.inner.method, "execute.log outside environmentExecute dropped");
+            return;
+        }
+        for piece in ExecuteLogParams::split(stream, chunk) {
+            self.notify_typed::<methods::ExecuteLog>(&piece);
+        }
+    }
+
+    /// Sends a `log` notification to the host, which logs it under the plugin's name.
+    pub fn log(&self, level: LogLevel, message: impl Into<String>) {
+        self.notify_typed::<methods::LogNotification>(&LogParams::new(level, message));
+    }
+
+    /// Reads the company's plugin config from the host (`config.get`, for this call's company).
+    pub async fn config_get(&self) -> Result<JsonObject, ErrorObject> {
+        let params = ConfigGetParams::new(self.company_id().map(str::to_owned));
+        self.request::<methods::ConfigGet>(&params).await
+    }
+
+    /// Calls a typed worker→host method, tagged with this call's invocation id. A result that
+    /// does not fit `M::Result` is `-32602`.
+    pub async fn request<M: RpcMethod>(
+        &self,
+        params: &M::Params,
+    ) -> Result<M::Result, ErrorObject> {
+        let params = serde_json::to_value(params).map_err(ErrorObject::invalid_params)?;
+        let result = self.call_host(M::NAME, params).await?;
+        serde_json::from_value(result).map_err(|e| {
+            ErrorObject::invalid_params(format_args!("{} result from the host: {e}", M::NAME))
+        })
+    }
+
+    /// Calls any worker→host method (protocol.md A.7), tagged with this call's invocation id.
+    pub async fn call_host(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let inv = self.invocation_id().map(str::to_owned);
+        self.inner.peer.call(method, Some(params), inv).await
+    }
+
+    /// Sends a typed worker→host notification, tagged with this call's invocation id.
+    pub fn notify_typed<N: RpcNotification>(&self, params: &N::Params) {
+        match serde_json::to_value(params) {
+            Ok(v) => self.notify(N::NAME, v),
+            Err(e) => tracing::error!(method = N::NAME, error = %e, "notification not sent"),
+        }
+    }
+
+    /// Sends any worker→host notification, tagged with this call's invocation id.
+    pub fn notify(&self, method: &str, params: Value) {
+        let inv = self.invocation_id().map(str::to_owned);
+        self.inner.peer.notify(method, Some(params), inv);
+    }
+}
+
+/// The deadline of a call: `params.timeoutMs` of `environmentExecute`, nothing otherwise.
+fn deadline_for(method: &str, params: Option<&Value>) -> Option<Instant> {
+    if method != name::ENVIRONMENT_EXECUTE {
+        return None;
+    }
+    let ms = params?.get("timeoutMs")?.as_f64()?;
+    if !(ms.is_finite() && ms > 0.0) {
+        return None;
+    }
+    Instant::now().checked_add(Duration::from_millis(ms.min(u32::MAX as f64) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn deadline_only_for_execute_with_timeout() {
+        let p = json!({"timeoutMs": 5000});
+        assert!(deadline_for(name::ENVIRONMENT_EXECUTE, Some(&p)).is_some());
+        assert!(deadline_for(name::ENVIRONMENT_PROBE, Some(&p)).is_none());
+        assert!(deadline_for(name::ENVIRONMENT_EXECUTE, Some(&json!({"timeoutMs": 0}))).is_none());
+        assert!(deadline_for(name::ENVIRONMENT_EXECUTE, None).is_none());
+    }
+
+    #[tokio::test]
+    async fn cancellation_reaches_every_token() {
+        let source = CancellationSource::new();
+        let (a, b) = (source.token(), source.token());
+        assert!(!a.is_cancelled());
+        let waiter = tokio::spawn(async move { b.cancelled().await });
+        source.cancel();
+        waiter.await.unwrap();
+        assert!(a.is_cancelled());
+    }
+}

@@ -1,0 +1,204 @@
+//! The worker's life: the runtime-owned methods (`initialize`, `health`, `shutdown`,
+//! `configChanged`) and the serve loop with its two endings (protocol.md A.3, A.4).
+//!
+//! * `initialize` is answered by the runtime: `{ok:true, supportedMethods}`, where
+//!   `supportedMethods` is exactly the handler's listed hooks plus `health` and `shutdown`, in
+//!   registry order. The provider's own `initialize` hook, if listed, runs first with the
+//!   params (missing fields tolerated). A second `initialize` fails with `-32002 Worker already
+//!   initialized`, as in the published SDK.
+//! * `health` answers `{status:"ok"}` unless the provider lists it.
+//! * `configChanged` runs the provider's hook if listed and otherwise answers `null`: the
+//!   published SDK accepts it without a hook (and advertises it only with one).
+//! * `shutdown` runs the provider's hook if listed, answers (`null`, or the hook's error),
+//!   flushes, cancels every in-flight context and ends the serve loop: [`ServeEnd::Shutdown`].
+//! * Stdin EOF ends reading; in-flight requests finish, their responses are flushed, pending
+//!   worker→host calls fail at once (no answer can come any more): [`ServeEnd::Eof`].
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use paperclip_sandbox_protocol::error_code::ErrorCode;
+use paperclip_sandbox_protocol::jsonrpc::{ErrorObject, Id, Message, Response};
+use paperclip_sandbox_protocol::methods::{self, name};
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, watch, Semaphore};
+
+use super::codec::{spawn_writer, Frame, LineReader, DEFAULT_FRAME_LIMIT};
+use super::dispatch::DEFAULT_MAX_CONCURRENCY;
+use super::dispatch::{spawn_notification_task, spawn_request, Handler, Shared};
+use super::peer::{Peer, DEFAULT_HOST_CALL_TIMEOUT};
+use crate::context::{CancellationSource, Context};
+
+/// Tunables of the runtime.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Hooks running at once (at least 1).
+    pub max_concurrency: usize,
+    /// Inbound frame cap in bytes (decisions.md D10).
+    pub frame_limit: usize,
+    /// Timeout of a worker→host call.
+    pub host_call_timeout: Duration,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            frame_limit: DEFAULT_FRAME_LIMIT,
+            host_call_timeout: DEFAULT_HOST_CALL_TIMEOUT,
+        }
+    }
+}
+
+/// Why the serve loop ended. Either way the process should exit with code 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeEnd {
+    /// The host sent `shutdown`; its answer is flushed, in-flight calls are cancelled.
+    Shutdown,
+    /// Stdin reached EOF; every in-flight request was answered and flushed.
+    Eof,
+}
+
+/// The `supportedMethods` of a handler: its listed hooks plus `health` and `shutdown`, minus
+/// `initialize`, in registry order; names outside the registry are not advertised.
+pub fn supported_methods(handler: &dyn Handler) -> Vec<&'static str> {
+    let listed = handler.implemented_methods();
+    methods::METHODS
+        .iter()
+        .map(|m| m.name)
+        .filter(|m| *m != name::INITIALIZE)
+        .filter(|m| listed.contains(m) || methods::ALWAYS_SUPPORTED.contains(m))
+        .collect()
+}
+
+pub(crate) async fn initialize(
+    shared: &Shared,
+    params: Option<Value>,
+    cx: Context,
+) -> Result<Value, ErrorObject> {
+    if shared.initialized.swap(true, Ordering::SeqCst) {
+        return Err(ErrorObject::new(ErrorCode::WorkerError, "Worker already initialized"));
+    }
+    if shared.implements(name::INITIALIZE) {
+        if let Err(e) = shared.call_hook(name::INITIALIZE, params, cx).await {
+            // As in the published SDK, a failed setup leaves the worker uninitialized.
+            shared.initialized.store(false, Ordering::SeqCst);
+            return Err(e);
+        }
+    }
+    Ok(json!({ "ok": true, "supportedMethods": supported_methods(shared.handler.as_ref()) }))
+}
+
+pub(crate) async fn health(
+    shared: &Shared,
+    params: Option<Value>,
+    cx: Context,
+) -> Result<Value, ErrorObject> {
+    if shared.implements(name::HEALTH) {
+        return shared.call_hook(name::HEALTH, params, cx).await;
+    }
+    Ok(json!({ "status": "ok" }))
+}
+
+pub(crate) async fn config_changed(
+    shared: &Shared,
+    params: Option<Value>,
+    cx: Context,
+) -> Result<Value, ErrorObject> {
+    if shared.implements(name::CONFIG_CHANGED) {
+        return shared.call_hook(name::CONFIG_CHANGED, params, cx).await.map(|_| Value::Null);
+    }
+    Ok(Value::Null)
+}
+
+/// Answers `shutdown`, flushes, cancels in-flight work and stops the reader.
+pub(crate) async fn shutdown(shared: &Shared, params: Option<Value>, cx: Context, id: Id) {
+    let answer = if shared.implements(name::SHUTDOWN) {
+        shared.call_hook(name::SHUTDOWN, params, cx).await.map(|_| Value::Null)
+    } else {
+        Ok(Value::Null)
+    };
+    let response = match answer {
+        Ok(v) => Response::success(id, v),
+        Err(e) => Response::error(Some(id), e),
+    };
+    shared.sink.send(response);
+    shared.sink.flush().await;
+    shared.cancel.cancel();
+    shared.stop.send_replace(true);
+}
+
+/// Serves `handler` over `reader`/`writer` until `shutdown` or EOF.
+///
+/// Returns an error only when reading fails for a reason other than EOF.
+pub async fn serve<R, W>(
+    handler: Arc<dyn Handler>,
+    config: RuntimeConfig,
+    reader: R,
+    writer: W,
+) -> io::Result<ServeEnd>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (sink, writer_task) = spawn_writer(writer);
+    let peer = Arc::new(Peer::new(sink.clone(), config.host_call_timeout));
+    let (stop, mut stopped) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        handler,
+        sink: sink.clone(),
+        peer: peer.clone(),
+        cancel: CancellationSource::new(),
+        permits: Arc::new(Semaphore::new(config.max_concurrency.max(1))),
+        initialized: false.into(),
+        stop,
+    });
+    let (notes, notes_task) = spawn_notification_task(shared.clone());
+    // Every request task holds a clone; `recv` yields `None` once all are dropped.
+    let (drain, mut drained) = mpsc::channel::<()>(1);
+    let mut lines = LineReader::new(reader, config.frame_limit);
+
+    let end = loop {
+        let frame = tokio::select! {
+            biased;
+            _ = stopped.wait_for(|s| *s) => break Ok(ServeEnd::Shutdown),
+            frame = lines.next_frame() => frame,
+        };
+        let line = match frame {
+            Ok(Some(Frame::Line(line))) => line,
+            Ok(Some(Frame::Oversize { limit })) => {
+                tracing::warn!(limit, "inbound frame over the cap discarded");
+                sink.send(Frame::oversize_response(limit));
+                continue;
+            }
+            Ok(None) => break Ok(ServeEnd::Eof),
+            Err(e) => break Err(e),
+        };
+        match paperclip_sandbox_protocol::jsonrpc::parse_line(&line) {
+            Ok(Message::Request(request)) => spawn_request(shared.clone(), request, drain.clone()),
+            Ok(Message::Notification(note)) => {
+                let _ = notes.send(note);
+            }
+            Ok(Message::Response(response)) => peer.route(response),
+            Err(bad) => {
+                tracing::warn!(error = %bad, "unusable inbound line answered with an error");
+                sink.send(bad.to_response());
+            }
+        }
+    };
+
+    peer.close();
+    drop(notes);
+    drop(drain);
+    if !matches!(end, Ok(ServeEnd::Shutdown)) {
+        // EOF (or a read error): let every in-flight request finish and be answered.
+        let _ = drained.recv().await;
+        let _ = notes_task.await;
+    }
+    sink.flush().await;
+    drop(writer_task);
+    end
+}

@@ -1,0 +1,10 @@
+use paperclip_sandbox_sdk::prelude::*;
+
+#[derive(PluginManifest)]
+#[plugin(id = "acme.sbx", display_name = "Acme")]
+struct P;
+
+#[provider]
+impl SandboxProvider for P {}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use paperclip_sandbox_sdk::prelude::*;
+
+#[derive(PluginManifest)]
+#[plugin(id = "acme.sbx", display_name = "Acme", description = "Acme sandboxes", author = "Acme")]
+#[driver(key = "acme", display_name = "Acme", capabilities(reusableLeases))]
+struct P;
+
+fn main() {}

@@ -1,0 +1,19 @@
+use paperclip_sandbox_sdk::prelude::*;
+
+#[derive(PluginManifest)]
+#[plugin(id = "acme.sbx", display_name = "Acme", description = "Acme sandboxes", author = "Acme")]
+#[driver(key = "acme", display_name = "Acme", capabilities(reusableLeases))]
+struct P;
+
+#[provider]
+impl SandboxProvider for P {
+    async fn release_lease(
+        &self,
+        _params: ReleaseLeaseParams,
+        _cx: Context,
+    ) -> HookResult<ReleaseLeaseResult> {
+        Ok(None)
+    }
+}
+
+fn main() {}
