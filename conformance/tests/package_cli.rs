@@ -430,8 +430,8 @@ fn usage_and_io_errors_exit_2_with_one_line() {
     assert_eq!(usage.status.code(), Some(2), "unknown profile");
 }
 
-/// The Rust example worker, built with cargo; None (with a notice) while it has no `--manifest`.
-fn local_provider() -> Option<PathBuf> {
+/// The Rust example worker (`examples/local-provider`), built with cargo.
+fn local_provider() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .args(["build", "-q", "-p", "local-provider"])
@@ -444,20 +444,17 @@ fn local_provider() -> Option<PathBuf> {
         .unwrap_or_else(|| repo_root().join("target"));
     let bin = target.join("debug/local-provider");
     let out = Command::new(&bin).arg("--manifest").stdin(Stdio::null()).output().unwrap();
-    match serde_json::from_slice::<Value>(&out.stdout) {
-        Ok(Value::Object(_)) if out.status.success() => Some(bin),
-        _ => {
-            eprintln!(
-                "notice: local-provider has no --manifest yet; its packaging test is not run"
-            );
-            None
-        }
-    }
+    let manifest = serde_json::from_slice::<Value>(&out.stdout);
+    assert!(
+        out.status.success() && matches!(manifest, Ok(Value::Object(_))),
+        "local-provider --manifest printed no manifest: {out:?}"
+    );
+    bin
 }
 
 #[test]
 fn local_provider_packages_for_both_profiles() {
-    let Some(worker) = local_provider() else { return };
+    let worker = local_provider();
     let tmp = TempDir::new("local");
     for profile in ["paperclip-2026-11", "paperclip-2026-09"] {
         let out = tmp.path().join(profile);
@@ -504,7 +501,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 /// PR_SET_PDEATHSIG must end the native worker.
 #[test]
 fn local_provider_dies_with_its_sigkilled_shim_by_pdeathsig() {
-    let Some(worker) = local_provider() else { return };
+    let worker = local_provider();
     let tmp = TempDir::new("pdeathsig");
     let plugin = tmp.path().join("plugin");
     package_ok(&worker, &plugin, &[]);

@@ -83,8 +83,8 @@ fn official_sdk_fixture_runs_under_the_published_host() {
     assert_full_run(&stdout, "official-fixture");
 }
 
-/// Builds the Rust example worker; None (with a notice) while it has no `--manifest`.
-fn local_provider() -> Option<PathBuf> {
+/// Builds the Rust example worker (`examples/local-provider`).
+fn local_provider() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .args(["build", "-q", "-p", "local-provider"])
@@ -97,13 +97,12 @@ fn local_provider() -> Option<PathBuf> {
         .unwrap_or_else(|| repo_root().join("target"));
     let bin = target.join("debug/local-provider");
     let out = Command::new(&bin).arg("--manifest").stdin(Stdio::null()).output().unwrap();
-    match serde_json::from_slice::<Value>(&out.stdout) {
-        Ok(Value::Object(_)) if out.status.success() => Some(bin),
-        _ => {
-            eprintln!("notice: local-provider has no --manifest yet; its interop run is skipped");
-            None
-        }
-    }
+    let manifest = serde_json::from_slice::<Value>(&out.stdout);
+    assert!(
+        out.status.success() && matches!(manifest, Ok(Value::Object(_))),
+        "local-provider --manifest printed no manifest: {out:?}"
+    );
+    bin
 }
 
 struct TempDir(PathBuf);
@@ -132,7 +131,7 @@ fn package(worker: &Path, out: &Path) {
 
 #[test]
 fn packaged_local_provider_runs_under_the_published_host() {
-    let Some(worker) = local_provider() else { return };
+    let worker = local_provider();
     let tmp = TempDir(std::env::temp_dir().join(format!("sc-real-host-{}", std::process::id())));
     let _ = std::fs::remove_dir_all(&tmp.0);
     let plugin = tmp.0.join("plugin");
