@@ -10,6 +10,7 @@
 //! | [`transcript`] | every line both ways with timestamps; failure artifacts |
 //! | [`host`] | the host side: requests, worker→host calls, notifications, observations |
 //! | [`requirements`] | the requirement catalogue (id, level, statement, reference) |
+//! | [`catalogue`] | the book's generated reference pages (checks, JSON Schema index) |
 //! | [`registry`] | the checks, their gates and skip reasons |
 //! | [`context`] | what a check sees: options, manifest, facts, session, ledger |
 //! | [`ledger`] | leases acquired by a check, destroyed afterwards |
@@ -19,6 +20,7 @@
 //! | [`replay`] | re-send a failure transcript to a fresh worker and diff the answers |
 //! | [`package`] | turn a worker binary into an npm-installable plugin folder (Node shim) |
 
+pub mod catalogue;
 pub mod checks;
 pub mod context;
 pub mod error;

@@ -95,6 +95,7 @@ pub use paperclip_sandbox_macros::{provider, PluginManifest};
 pub use paperclip_sandbox_protocol as protocol;
 pub use schemars;
 
+mod book;
 pub mod cli;
 pub mod context;
 pub mod error;

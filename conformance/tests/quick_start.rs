@@ -1,0 +1,149 @@
+//! The book's Quick start, followed verbatim in an empty directory, must produce a provider that
+//! passes the harness.
+//!
+//! The blocks of `book/src/quick-start.md` whose info string carries `quickstart` are replayed
+//! in order: `sh` blocks run as one bash script (`set -euo pipefail`), and the one `rust` block
+//! is written to `src/main.rs` at that point of the script. The one documented
+//! deviation is the source of the crates: `cargo add <crate> --git <url>` becomes
+//! `cargo add <crate> --path <checkout>/<crate dir>`, `cargo install
+//! paperclip-sandbox-conformance --git <url>` is replaced by the harness binary of this build
+//! (put first on `PATH`), and the scratch crate builds into this checkout's target directory
+//! (`CARGO_TARGET_DIR`, to reuse compiled dependencies), so `target/debug/` reads from there.
+//! Any other `--git` line fails the test, so the chapter cannot grow an unreplayed step.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// One replayed block.
+#[derive(Debug)]
+enum Step {
+    /// Shell commands, run as written (after the substitutions).
+    Shell(String),
+    /// A file written verbatim.
+    File { path: String, contents: String },
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf()
+}
+
+/// The `quickstart` blocks of a chapter, in order.
+fn steps(markdown: &str) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut lines = markdown.lines();
+    while let Some(line) = lines.next() {
+        let Some(info) = line.trim_start().strip_prefix("```") else { continue };
+        let body: Vec<&str> = lines.by_ref().take_while(|l| l.trim_start() != "```").collect();
+        let tags: Vec<&str> = info.split(',').map(str::trim).collect();
+        if !tags.contains(&"quickstart") {
+            continue;
+        }
+        if tags[0] == "rust" {
+            // rustdoc's hidden lines (`# `) are part of the file.
+            let contents: Vec<&str> = body
+                .iter()
+                .map(|l| if *l == "#" { "" } else { l.strip_prefix("# ").unwrap_or(l) })
+                .collect();
+            let path = "src/main.rs".to_owned();
+            steps.push(Step::File { path, contents: contents.join("\n") + "\n" });
+        } else {
+            assert_eq!(tags[0], "sh", "a quickstart command block must be `sh`: {info}");
+            steps.push(Step::Shell(body.join("\n")));
+        }
+    }
+    steps
+}
+
+/// The script for `steps`, with the crate-source substitution.
+fn script(steps: &[Step], workspace: &Path) -> String {
+    let crates = [("paperclip-sandbox-sdk", "sdk"), ("paperclip-sandbox-protocol", "protocol")];
+    let mut out = String::from("set -euxo pipefail\n");
+    for step in steps {
+        match step {
+            Step::Shell(commands) => {
+                for line in commands.lines() {
+                    let words: Vec<&str> = line.split_whitespace().collect();
+                    let line = match words.as_slice() {
+                        ["cargo", "add", krate, "--git", _url] => {
+                            let dir = crates
+                                .iter()
+                                .find(|(name, _)| name == krate)
+                                .unwrap_or_else(|| panic!("no path for crate {krate}"))
+                                .1;
+                            format!("cargo add {krate} --path '{}'", workspace.join(dir).display())
+                        }
+                        ["cargo", "install", "paperclip-sandbox-conformance", "--git", _url] => {
+                            ": harness binary already on PATH".to_owned()
+                        }
+                        _ => {
+                            assert!(!line.contains("--git"), "unreplayable git step: {line}");
+                            line.replace("target/debug/", "\"$CARGO_TARGET_DIR\"/debug/")
+                        }
+                    };
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+            }
+            Step::File { path, contents } => {
+                assert!(!contents.contains("QUICKSTART_EOF"));
+                out.push_str(&format!(
+                    "cat > '{path}' <<'QUICKSTART_EOF'\n{contents}QUICKSTART_EOF\n"
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn quick_start_chapter_produces_a_conforming_provider() {
+    let workspace = workspace();
+    let chapter = std::fs::read_to_string(workspace.join("book/src/quick-start.md")).unwrap();
+    let steps = steps(&chapter);
+    let files = steps.iter().filter(|s| matches!(s, Step::File { .. })).count();
+    assert_eq!(files, 1, "the chapter writes src/main.rs once: {steps:?}");
+    let commands = steps.iter().filter_map(|s| match s {
+        Step::Shell(c) => Some(c.as_str()),
+        Step::File { .. } => None,
+    });
+    let commands: String = commands.collect::<Vec<_>>().join("\n");
+    for needed in ["cargo new", "cargo build", "sandbox-conformance run --"] {
+        assert!(commands.contains(needed), "the chapter runs `{needed}`");
+    }
+
+    let script = script(&steps, &workspace);
+    let scratch = std::env::temp_dir().join(format!("quick-start-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).unwrap();
+    let harness = Path::new(env!("CARGO_BIN_EXE_sandbox-conformance"));
+    let path = std::env::join_paths(
+        std::iter::once(harness.parent().unwrap().to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"));
+    let started = Instant::now();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(&scratch)
+        .env("PATH", path)
+        .env("CARGO_TARGET_DIR", &target)
+        .env("CARGO_TERM_COLOR", "never")
+        .output()
+        .expect("bash runs");
+    let elapsed = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the quick start failed ({:?}) after {elapsed:?}\n--- script\n{script}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("Temporary directory"), "the manifest was printed:\n{stdout}");
+    eprintln!("quick start replayed in {elapsed:?}");
+    let _ = std::fs::remove_dir_all(&scratch);
+}
