@@ -24,6 +24,14 @@
 //       loaded as a local-path install. This proves the harness itself.
 //
 // Exit status 0 when every assertion holds; 1 with a message otherwise.
+//
+// Install: `npm install --no-save` in this folder (the Rust tests do it when node_modules is
+// missing). Versions are pinned by npm-shrinkwrap.json, which npm uses as the lockfile. It is not
+// a package-lock.json because `npm ci` refuses this tree: @paperclipai/server 2026.916.1 depends
+// on platform packages that are not published (@cursor/sdk-darwin-arm64 and others,
+// @heif2jpeg/heif2jpeg-darwin-x64 and others), so no lockfile can list them and `npm ci`
+// reports them "Missing from lock file". `npm install` skips them as the optional packages
+// they are. .npmrc sets ignore-scripts, as the host does for plugins.
 import { register } from "node:module";
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
