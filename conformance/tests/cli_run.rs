@@ -3,6 +3,8 @@
 //! the checks it breaks. Also: baseline (XFAIL/STALE), `--list`, `--junit`, artifacts and
 //! replay, and exit code 2.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -82,11 +84,11 @@ fn assert_fails_exactly(fixture: &str, expected: &[&str]) {
 #[test]
 fn official_sdk_worker_passes_every_must() {
     let dir = fixtures().join("official-sdk-worker");
-    assert!(
-        dir.join("node_modules/@paperclipai/plugin-sdk").exists(),
-        "run `npm ci` in {} first",
-        dir.display()
-    );
+    if !support::node_available() {
+        eprintln!("official SDK worker: skipped, `node` is not on PATH");
+        return;
+    }
+    support::ensure_npm_project(&dir, "@paperclipai/plugin-sdk");
     let manifest = dir.join("manifest.json").display().to_string();
     let worker = dir.join("worker.mjs").display().to_string();
     let out =

@@ -3,6 +3,8 @@
 //! `interop/shared-validator/validate.mjs`), on every manifest vector and on seeded variants
 //! of the base manifest. Verdicts, issue paths, codes and messages must all agree.
 
+mod support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -15,15 +17,6 @@ const VARIANTS: usize = 1500;
 
 fn interop_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/shared-validator")
-}
-
-fn on_path(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
 }
 
 /// A small deterministic PRNG (xorshift64*).
@@ -438,20 +431,12 @@ fn our_verdict(manifest: &Value) -> Value {
 
 #[test]
 fn our_validator_agrees_with_the_published_host_validator() {
-    if !on_path("node") {
+    if !support::node_available() {
         eprintln!("differential: skipped, `node` is not on PATH");
         return;
     }
     let dir = interop_dir();
-    if !dir.join("node_modules/@paperclipai/shared").exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .status()
-            .expect("npm ci runs");
-        assert!(status.success(), "npm ci failed in {}", dir.display());
-    }
+    support::ensure_npm_project(&dir, "@paperclipai/shared");
 
     let vectors: Value =
         serde_json::from_str(include_str!("../../protocol/tests/vectors/manifest-validation.json"))

@@ -6,6 +6,8 @@
 //! The manifests are read from each example's committed snapshot, which the example's own
 //! snapshot test keeps equal to what the derive generates.
 
+mod support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,6 +19,8 @@ use serde_json::Value;
 /// The manifest snapshots of the examples, relative to the workspace root.
 const SNAPSHOTS: &[&str] = &[
     "examples/local-provider/tests/snapshots/manifest.json",
+    "examples/bwrap-provider/tests/snapshots/manifest.json",
+    "examples/remote-provider/tests/snapshots/manifest.json",
     "sdk/test-worker/tests/snapshots/manifest.json",
 ];
 
@@ -49,22 +53,12 @@ fn every_example_manifest_passes_our_validator_for_its_profile() {
 
 #[test]
 fn every_example_september_manifest_passes_the_published_host_validator() {
-    let node = Command::new("node").arg("--version").stdout(Stdio::null()).status();
-    if node.is_err() {
-        assert!(std::env::var_os("CI").is_none(), "CI needs `node` for the interop tests");
+    if !support::node_available() {
         eprintln!("interop: skipped, `node` is not on PATH");
         return;
     }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/shared-validator");
-    if !dir.join("node_modules/@paperclipai/shared").exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .status()
-            .expect("npm ci runs");
-        assert!(status.success(), "npm ci failed in {}", dir.display());
-    }
+    support::ensure_npm_project(&dir, "@paperclipai/shared");
     let snapshots = snapshots();
     let mut input = String::new();
     for (_, snapshot) in &snapshots {

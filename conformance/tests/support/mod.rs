@@ -1,0 +1,42 @@
+//! Shared helpers of the conformance crate's integration tests: the Node side of the interop
+//! tests (the real npm packages under `tests/interop/` and `tests/fixtures/`).
+
+#![allow(dead_code)] // each test binary uses a subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+/// The conformance crate's `tests/` folder.
+pub fn tests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
+}
+
+/// True when `node` runs here. Under CI (`CI` set) a missing `node` is a failure, never a skip.
+pub fn node_available() -> bool {
+    let ok = Command::new("node")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok || std::env::var_os("CI").is_none(), "CI needs `node` for the interop tests");
+    ok
+}
+
+/// Installs the npm project in `dir` from its lockfile (`npm ci`) unless `dir/node_modules/<package>`
+/// already exists, so that `cargo test` works on a fresh clone. Serialized within a test binary.
+pub fn ensure_npm_project(dir: &Path, package: &str) {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if dir.join("node_modules").join(package).exists() {
+        return;
+    }
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .status()
+        .expect("npm runs");
+    assert!(status.success(), "npm ci failed in {}", dir.display());
+}
