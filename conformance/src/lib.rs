@@ -18,6 +18,7 @@
 //! | [`runner`] | a whole run: prepare, run, report |
 //! | [`report`] | human, JSON and JUnit output; the expected-failures baseline |
 //! | [`replay`] | re-send a failure transcript to a fresh worker and diff the answers |
+//! | [`package`] | turn a worker binary into an npm-installable plugin folder (Node shim) |
 
 pub mod catalogue;
 pub mod checks;
@@ -26,6 +27,7 @@ pub mod error;
 pub mod host;
 pub mod ids;
 pub mod ledger;
+pub mod package;
 pub mod process;
 pub mod registry;
 pub mod replay;

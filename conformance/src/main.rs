@@ -30,6 +30,8 @@ enum Command {
     Run(Box<cli::run::RunArgs>),
     /// Re-send a failure transcript to a fresh worker and diff the answers.
     Replay(cli::replay::ReplayArgs),
+    /// Package a worker binary as an npm-installable plugin folder.
+    Package(cli::package::PackageArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,5 +41,6 @@ fn main() -> ExitCode {
         Command::Capabilities(cmd) => cmd.run(),
         Command::Run(args) => cli::run::main(*args),
         Command::Replay(args) => cli::replay::main(args),
+        Command::Package(args) => args.run(),
     }
 }

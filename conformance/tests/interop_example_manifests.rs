@@ -19,6 +19,8 @@ use serde_json::Value;
 /// The manifest snapshots of the examples, relative to the workspace root.
 const SNAPSHOTS: &[&str] = &[
     "examples/local-provider/tests/snapshots/manifest.json",
+    "examples/bwrap-provider/tests/snapshots/manifest.json",
+    "examples/remote-provider/tests/snapshots/manifest.json",
     "sdk/test-worker/tests/snapshots/manifest.json",
 ];
 

@@ -2,6 +2,7 @@
 
 pub mod capabilities;
 pub mod manifest;
+pub mod package;
 pub mod replay;
 pub mod run;
 

@@ -9,11 +9,10 @@
 //!
 //! | Module | Role |
 //! |---|---|
-//! | [`config`] | the `bwrap: "auto" \| "off"` config key (the rest is the local provider's) |
+//! | [`config`] | the `bwrap: "auto" \| "off"` config key (the rest is the local provider's) and the config schema |
 //! | [`prereq`] | probing the prerequisites: `command -v bwrap`, root or sudo, user namespaces |
 //! | [`wrap`] | the bwrap arguments, the start marker, telling a bwrap failure from a command's |
-//! | [`provider`] | [`BwrapProvider`]: mode per call, probe, execute with fallback |
-//! | [`manifest`] | the plugin manifest (driver key `bwrap`) |
+//! | [`provider`] | [`BwrapProvider`]: mode per call, probe, execute with fallback; its derived plugin manifest (driver key `bwrap`) |
 //! | [`worker`] | the SDK `SandboxProvider` impl |
 //!
 //! # Security model
@@ -23,7 +22,6 @@
 //! claim (see [`wrap`]). The ephemeral sandbox stays the only security posture.
 
 pub mod config;
-pub mod manifest;
 pub mod prereq;
 pub mod provider;
 pub mod worker;

@@ -5,52 +5,21 @@
 //! bwrap-provider --manifest [--profile paperclip-2026-11|paperclip-2026-09]   print the manifest JSON
 //! ```
 //!
+//! The command line is the SDK's (`paperclip_sandbox_sdk::cli`); the manifest is derived on
+//! [`BwrapProvider`] (`#[derive(PluginManifest)]`).
+//!
 //! Serving: the bubblewrap prerequisites are probed once at startup (and again on each
 //! `environmentProbe`); stdout carries protocol frames only; logs go to stderr (`RUST_LOG`,
 //! default `info`).
 
 use std::process::ExitCode;
 
-use bwrap_provider::manifest::manifest;
 use bwrap_provider::BwrapProvider;
-use paperclip_sandbox_sdk::protocol::HostProfile;
 use paperclip_sandbox_sdk::Worker;
 
-const USAGE: &str =
-    "usage: bwrap-provider [--manifest] [--profile paperclip-2026-11|paperclip-2026-09]";
-
 fn main() -> ExitCode {
-    let mut print_manifest = false;
-    let mut profile = HostProfile::Paperclip2026_11;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--manifest" => print_manifest = true,
-            "--profile" => match args.next().map(|p| p.parse::<HostProfile>()) {
-                Some(Ok(p)) => profile = p,
-                _ => {
-                    eprintln!("{USAGE}");
-                    return ExitCode::from(2);
-                }
-            },
-            "-h" | "--help" => {
-                eprintln!("{USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            other => {
-                eprintln!("unknown argument {other:?}\n{USAGE}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    if print_manifest {
-        use std::io::Write;
-        let json = serde_json::to_string_pretty(&manifest(profile).to_value())
-            .expect("a JSON value always serializes");
-        // A closed pipe (`| head`) is not worth a panic.
-        let _ = writeln!(std::io::stdout().lock(), "{json}");
-        return ExitCode::SUCCESS;
-    }
+    // `--manifest [--profile …]` prints the derived manifest and exits; a bad argument exits 2.
+    let profile = paperclip_sandbox_sdk::cli::handle_args::<BwrapProvider>();
     paperclip_sandbox_sdk::init_tracing();
     let provider = BwrapProvider::new(profile);
     let detection = provider.detection();

@@ -27,9 +27,10 @@ use paperclip_sandbox_protocol::methods::lease::{
     ValidateConfigResult,
 };
 use paperclip_sandbox_protocol::HostProfile;
+use paperclip_sandbox_sdk::PluginManifest;
 use serde_json::{json, Value};
 
-use crate::config::{BwrapSetting, BWRAP_KEY};
+use crate::config::{BwrapConfig, BwrapSetting, BWRAP_KEY};
 use crate::prereq::{self, Detection};
 use crate::wrap::{start_failure, WrappedEnd, Wrapper, MARKER_PREFIX};
 
@@ -63,7 +64,28 @@ struct State {
 }
 
 /// The bwrap provider (see the module docs). Clones share the probe cache.
-#[derive(Debug, Clone)]
+///
+/// Its plugin manifest is derived ([`PluginManifest`]; `bwrap-provider --manifest
+/// [--profile …]` prints it) and checked when the crate compiles against the hooks of the
+/// `#[provider]` block in [`crate::worker`]. The capabilities are the local provider's
+/// (reusableLeases, the native sync pair, incrementalSessionOutput); the config schema comes
+/// from [`BwrapConfig`]. `defaultAcquireTimeoutMs` is 60 s, as the local provider's (acquiring
+/// is creating a directory), and is left out of the paperclip-2026-09 manifest.
+#[derive(Debug, Clone, PluginManifest)]
+#[plugin(
+    id = "paperclip-sandbox.bwrap-provider",
+    display_name = "bwrap provider",
+    description = "Example Paperclip sandbox provider: local lease directories, commands wrapped by bubblewrap when available.",
+    author = "paperclip-sandbox developers"
+)]
+#[driver(
+    key = "bwrap",
+    display_name = "Local directory + bubblewrap",
+    description = "Each lease is a private directory on the worker's machine; commands run under an advisory bubblewrap wrapper when its prerequisites hold.",
+    config = BwrapConfig,
+    capabilities(reusableLeases, nativeSyncIn, nativeSyncOut, incrementalSessionOutput),
+    default_acquire_timeout_ms = 60_000
+)]
 pub struct BwrapProvider {
     local: LocalProvider,
     state: Arc<Mutex<State>>,

@@ -7,6 +7,7 @@ use paperclip_sandbox_protocol::methods::lease::AcquireLeaseParams;
 use serde_json::json;
 
 use super::*;
+use crate::config::CONFIG_KEYS;
 use crate::wrap::Launcher;
 
 struct Fixture {
@@ -153,4 +154,36 @@ fn validate_config_checks_and_normalizes_bwrap() {
     let bad = p.validate_config(&params(json!({"bwrap": "sometimes", "root": "rel"})));
     assert!(!bad.ok);
     assert_eq!(bad.errors.unwrap().len(), 2);
+}
+
+#[test]
+fn the_config_schema_has_exactly_the_keys_validate_config_reads() {
+    let schema = paperclip_sandbox_sdk::manifest::config_schema::<BwrapConfig>();
+    let properties = schema["properties"].as_object().unwrap();
+    let names: Vec<&str> = properties.keys().map(String::as_str).collect();
+    assert_eq!(names, CONFIG_KEYS);
+    // `root` and `syncTimeoutMs` are the local provider's, described as there.
+    let local = LocalProvider::manifest(HostProfile::Paperclip2026_11).to_value();
+    let local = local["environmentDrivers"][0]["configSchema"]["properties"].as_object().unwrap();
+    for (key, property) in local {
+        assert_eq!(properties.get(key), Some(property), "{key}");
+    }
+    // validateConfig reads each key (a value of the wrong type is an error) and ignores others.
+    let p = BwrapProvider::with_detection(HostProfile::Paperclip2026_11, Detection::plain("x"));
+    let params = |config: Value| -> ValidateConfigParams {
+        serde_json::from_value(json!({"driverKey": "bwrap", "config": config})).unwrap()
+    };
+    assert!(p.validate_config(&params(json!({"unknownKey": []}))).ok);
+    for key in CONFIG_KEYS {
+        let result = p.validate_config(&params(json!({ *key: [] })));
+        assert!(!result.ok, "{key}");
+        assert!(result.errors.unwrap().iter().any(|e| e.starts_with(key)), "{key}");
+    }
+    // The schema struct reads a config as the validator does, defaults included.
+    let config = json!({"root": "/srv/leases", "bwrap": "off"});
+    let typed: BwrapConfig = serde_json::from_value(config.clone()).unwrap();
+    let normalized = p.validate_config(&params(config)).normalized_config.unwrap();
+    assert_eq!(typed.root.as_deref(), Some(std::path::Path::new("/srv/leases")));
+    assert_eq!(json!(typed.sync_timeout_ms), normalized["syncTimeoutMs"]);
+    assert_eq!(json!(typed.bwrap), normalized["bwrap"]);
 }

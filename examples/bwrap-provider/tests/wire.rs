@@ -147,6 +147,9 @@ fn manifest_flag_prints_the_bwrap_driver_per_profile() {
     assert_eq!(d["defaultAcquireTimeoutMs"], json!(60000));
     let sep = run(&["--manifest", "--profile", "paperclip-2026-09"]);
     assert!(sep["environmentDrivers"][0].get("defaultAcquireTimeoutMs").is_none());
-    let bad = std::process::Command::new(common::BIN).arg("--bogus").output().unwrap();
-    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(sep["entrypoints"]["worker"], json!("./dist/worker.cjs"));
+    for args in [&["--bogus"][..], &["--profile", "nope"], &["--manifest", "--profile"]] {
+        let bad = std::process::Command::new(common::BIN).args(args).output().unwrap();
+        assert_eq!(bad.status.code(), Some(2), "{args:?}");
+    }
 }

@@ -15,6 +15,9 @@
 //! The defaults are Daytona's (seed 001, PR #20828). Every duration is configurable so tests
 //! run in milliseconds. Unknown keys (the host's `timeoutMs`, …) are ignored.
 //!
+//! [`RemoteConfig::parse`] validates a config; the driver's `configSchema` is derived from
+//! [`RemoteConfigInput`], which mirrors the keys the parser reads ([`CONFIG_KEYS`]).
+//!
 //! This build speaks plain HTTP (reqwest without a TLS backend), so `baseUrl` must be an
 //! `http://` URL; an `https://` URL is rejected by validation with that reason rather than
 //! failing at the first request.
@@ -24,7 +27,9 @@ use std::time::Duration;
 
 use paperclip_sandbox_sdk::prelude::JsonObject;
 use paperclip_sandbox_sdk::protocol::secret::Secret;
-use serde_json::{json, Value};
+use paperclip_sandbox_sdk::schemars::{self, JsonSchema};
+use serde::Deserialize;
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Default cap of one fresh acquisition (Daytona: 180 s).
@@ -37,6 +42,28 @@ pub const DEFAULT_POLL_INTERVAL_MS: u64 = 1_000;
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 30_000;
 /// Default time a start, stop, recover or delete may take to show.
 pub const DEFAULT_STATE_TIMEOUT_MS: u64 = 60_000;
+/// The largest accepted `acquireCapMs`: 24 hours.
+pub const MAX_ACQUIRE_CAP_MS: u64 = 86_400_000;
+
+/// The keys [`RemoteConfig::parse`] reads; every other key is ignored. The `configSchema`
+/// ([`RemoteConfigInput`]) has exactly these properties.
+pub const CONFIG_KEYS: &[&str] = &[
+    "apiKey",
+    "baseUrl",
+    "snapshot",
+    "ttlMinutes",
+    "acquireCapMs",
+    "createLookupDelayMs",
+    "pollIntervalMs",
+    "requestTimeoutMs",
+    "stateTimeoutMs",
+];
+
+/// The value of `key`, one of [`CONFIG_KEYS`].
+fn field<'a>(config: &'a JsonObject, key: &str) -> Option<&'a Value> {
+    debug_assert!(CONFIG_KEYS.contains(&key), "{key} is not in CONFIG_KEYS");
+    config.get(key)
+}
 
 /// A validated provider config.
 #[derive(Clone)]
@@ -81,7 +108,7 @@ impl RemoteConfig {
     /// Reads and validates `config`; every problem is reported (values are never echoed).
     pub fn parse(config: &JsonObject) -> Result<Self, Vec<String>> {
         let mut errors = Vec::new();
-        let api_key = match config.get("apiKey") {
+        let api_key = match field(config, "apiKey") {
             Some(Value::String(k)) if !k.trim().is_empty() => Some(Secret::new(k.clone())),
             Some(Value::String(_)) | None | Some(Value::Null) => {
                 errors.push("apiKey is required".to_owned());
@@ -92,7 +119,7 @@ impl RemoteConfig {
                 None
             }
         };
-        let base_url = match config.get("baseUrl").and_then(Value::as_str) {
+        let base_url = match field(config, "baseUrl").and_then(Value::as_str) {
             Some(url) => match check_base_url(url) {
                 Ok(()) => Some(url.trim_end_matches('/').to_owned()),
                 Err(e) => {
@@ -105,7 +132,7 @@ impl RemoteConfig {
                 None
             }
         };
-        let snapshot = match config.get("snapshot") {
+        let snapshot = match field(config, "snapshot") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
             Some(_) => {
@@ -113,7 +140,7 @@ impl RemoteConfig {
                 None
             }
         };
-        let mut count = |key: &str, default: Option<u64>| match config.get(key) {
+        let mut count = |key: &str, default: Option<u64>| match field(config, key) {
             None | Some(Value::Null) => default,
             Some(v) => match v.as_u64().filter(|n| *n > 0) {
                 Some(n) => Some(n),
@@ -134,8 +161,8 @@ impl RemoteConfig {
         if create_lookup_delay >= acquire_cap {
             errors.push("createLookupDelayMs must be less than acquireCapMs".to_owned());
         }
-        if acquire_cap.as_millis() > 86_400_000 {
-            errors.push("acquireCapMs must be at most 86400000 (24 hours)".to_owned());
+        if acquire_cap > Duration::from_millis(MAX_ACQUIRE_CAP_MS) {
+            errors.push(format!("acquireCapMs must be at most {MAX_ACQUIRE_CAP_MS} (24 hours)"));
         }
         match (api_key, base_url) {
             (Some(api_key), Some(base_url)) if errors.is_empty() => Ok(RemoteConfig {
@@ -183,33 +210,71 @@ fn check_base_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The driver's `configSchema` (JSON Schema; `apiKey` is a secret reference).
-pub fn config_schema() -> Value {
-    let ms = |default: u64, what: &str| json!({"type": "integer", "minimum": 1, "default": default, "description": what});
-    json!({
-        "type": "object",
-        "required": ["apiKey", "baseUrl"],
-        "properties": {
-            "apiKey": {"type": "string", "format": Secret::SCHEMA_FORMAT,
-                       "description": "Bearer key of the sandbox API"},
-            "baseUrl": {"type": "string", "description": "http:// URL of the sandbox API"},
-            "snapshot": {"type": "string", "description": "Snapshot to create sandboxes from"},
-            "ttlMinutes": {"type": "integer", "minimum": 1,
-                           "description": "Wall-clock lifetime of a sandbox in minutes"},
-            "acquireCapMs": ms(DEFAULT_ACQUIRE_CAP_MS, "Cap of one fresh acquisition"),
-            "createLookupDelayMs": ms(DEFAULT_CREATE_LOOKUP_DELAY_MS,
-                "When a create still not started is looked up by its creation name"),
-            "pollIntervalMs": ms(DEFAULT_POLL_INTERVAL_MS, "Delay between state reads"),
-            "requestTimeoutMs": ms(DEFAULT_REQUEST_TIMEOUT_MS, "Timeout of one API call"),
-            "stateTimeoutMs": ms(DEFAULT_STATE_TIMEOUT_MS,
-                "How long start, stop, recover and delete may take to show"),
-        }
-    })
+/// The config as the host stores it: the source of the driver's `configSchema` (doc comments
+/// become the descriptions; `apiKey` is a [`Secret`], so the schema says
+/// `"format": "secret-ref"`).
+///
+/// [`RemoteConfig::parse`] stays the validator: it reports every problem without quoting
+/// values and checks what a schema cannot say (the `http://` scheme, `createLookupDelayMs`
+/// below `acquireCapMs`). This struct mirrors the keys it reads ([`CONFIG_KEYS`]), with their
+/// JSON types and defaults.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(description = "Account and timings of a Daytona-shaped sandbox API.")]
+pub struct RemoteConfigInput {
+    /// Bearer key of the sandbox API.
+    pub api_key: Secret,
+    /// http:// URL of the sandbox API.
+    pub base_url: String,
+    /// Snapshot to create sandboxes from.
+    #[schemars(length(min = 1))]
+    pub snapshot: Option<String>,
+    /// Wall-clock lifetime of a sandbox in minutes.
+    #[schemars(range(min = 1))]
+    pub ttl_minutes: Option<u64>,
+    /// Cap of one fresh acquisition, in milliseconds.
+    #[serde(default = "default_acquire_cap_ms")]
+    #[schemars(range(min = 1, max = MAX_ACQUIRE_CAP_MS))]
+    pub acquire_cap_ms: u64,
+    /// When a create still not started is looked up by name, in milliseconds (< acquireCapMs).
+    #[serde(default = "default_create_lookup_delay_ms")]
+    #[schemars(range(min = 1))]
+    pub create_lookup_delay_ms: u64,
+    /// Delay between state reads, in milliseconds.
+    #[serde(default = "default_poll_interval_ms")]
+    #[schemars(range(min = 1))]
+    pub poll_interval_ms: u64,
+    /// Timeout of one API call, in milliseconds.
+    #[serde(default = "default_request_timeout_ms")]
+    #[schemars(range(min = 1))]
+    pub request_timeout_ms: u64,
+    /// How long start, stop, recover and delete may take to show, in milliseconds.
+    #[serde(default = "default_state_timeout_ms")]
+    #[schemars(range(min = 1))]
+    pub state_timeout_ms: u64,
+}
+
+fn default_acquire_cap_ms() -> u64 {
+    DEFAULT_ACQUIRE_CAP_MS
+}
+fn default_create_lookup_delay_ms() -> u64 {
+    DEFAULT_CREATE_LOOKUP_DELAY_MS
+}
+fn default_poll_interval_ms() -> u64 {
+    DEFAULT_POLL_INTERVAL_MS
+}
+fn default_request_timeout_ms() -> u64 {
+    DEFAULT_REQUEST_TIMEOUT_MS
+}
+fn default_state_timeout_ms() -> u64 {
+    DEFAULT_STATE_TIMEOUT_MS
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paperclip_sandbox_sdk::manifest::config_schema;
+    use serde_json::json;
 
     fn obj(v: Value) -> JsonObject {
         v.as_object().unwrap().clone()
@@ -238,6 +303,43 @@ mod tests {
             "createLookupDelayMs": 5, "acquireCapMs": 5})))
         .unwrap_err();
         assert_eq!(errors.len(), 2, "{errors:?}");
+    }
+
+    #[test]
+    fn the_schema_has_exactly_the_keys_the_parser_reads() {
+        let schema = config_schema::<RemoteConfigInput>();
+        let properties: Vec<&str> =
+            schema["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(properties, CONFIG_KEYS);
+        assert_eq!(schema["required"], json!(["apiKey", "baseUrl"]));
+        assert_eq!(schema["properties"]["apiKey"]["format"], json!(Secret::SCHEMA_FORMAT));
+        // The parser reads each of them: a value of the wrong type is an error naming the key,
+        // while an unknown key is ignored.
+        let base = json!({"apiKey": "k", "baseUrl": "http://h"});
+        assert!(RemoteConfig::parse(&obj(json!({"apiKey": "k", "baseUrl": "http://h", "x": []})))
+            .is_ok());
+        for key in CONFIG_KEYS {
+            let mut config = obj(base.clone());
+            config.insert((*key).to_owned(), json!([]));
+            let errors = RemoteConfig::parse(&config).unwrap_err();
+            assert!(errors.iter().any(|e| e.starts_with(key)), "{key}: {errors:?}");
+        }
+    }
+
+    #[test]
+    fn the_schema_struct_and_the_parser_agree_on_defaults() {
+        let config = obj(json!({"apiKey": "k", "baseUrl": "http://h", "ttlMinutes": 5}));
+        let parsed = RemoteConfig::parse(&config).unwrap();
+        let input: RemoteConfigInput = serde_json::from_value(Value::Object(config)).unwrap();
+        let ms = Duration::from_millis;
+        assert_eq!(input.api_key.expose(), parsed.api_key.expose());
+        assert_eq!((input.base_url.as_str(), input.snapshot), (parsed.base_url.as_str(), None));
+        assert_eq!(input.ttl_minutes, parsed.ttl_minutes);
+        assert_eq!(ms(input.acquire_cap_ms), parsed.acquire_cap);
+        assert_eq!(ms(input.create_lookup_delay_ms), parsed.create_lookup_delay);
+        assert_eq!(ms(input.poll_interval_ms), parsed.poll_interval);
+        assert_eq!(ms(input.request_timeout_ms), parsed.request_timeout);
+        assert_eq!(ms(input.state_timeout_ms), parsed.state_timeout);
     }
 
     #[test]

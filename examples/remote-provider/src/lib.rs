@@ -19,9 +19,6 @@
 use std::time::Duration;
 
 use paperclip_sandbox_sdk::prelude::*;
-use paperclip_sandbox_sdk::protocol::capabilities::Capability;
-use paperclip_sandbox_sdk::protocol::manifest::{DriverDeclaration, Manifest};
-use paperclip_sandbox_sdk::protocol::HostProfile;
 
 pub mod acquire;
 pub mod api;
@@ -30,48 +27,33 @@ pub mod lifecycle;
 pub mod owner;
 
 use api::{ApiClient, ExecRequest};
-use config::RemoteConfig;
-
-/// The driver key of this provider.
-pub const DRIVER_KEY: &str = "remote";
-/// The acquisition budget declared to the host (`defaultAcquireTimeoutMs`, seed 000): the
-/// host's whole budget; one fresh attempt is capped lower by `acquireCapMs`.
-pub const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 300_000;
-
-/// The manifest of the `remote-provider` plugin for the November host
-/// (`paperclip-2026-11`), printed by `remote-provider --manifest`.
-///
-/// Built with the protocol crate's manifest builders; it moves to the SDK's manifest derive
-/// once that derive is available.
-pub fn manifest() -> Manifest {
-    manifest_for(HostProfile::Paperclip2026_11)
-}
-
-/// The manifest for `profile`: the September host's strict schema rejects the November driver
-/// fields (`defaultAcquireTimeoutMs`, `creationOperationVersion`), so they are left out there.
-pub fn manifest_for(profile: HostProfile) -> Manifest {
-    let mut driver = DriverDeclaration::sandbox_provider(DRIVER_KEY, "Remote sandbox API")
-        .with_description("Sandboxes of a Daytona-shaped HTTP API")
-        .with_config_schema(config::config_schema())
-        .with_capability(Capability::ReusableLeases, true);
-    if profile.is_november() {
-        driver = driver
-            .with_default_acquire_timeout_ms(DEFAULT_ACQUIRE_TIMEOUT_MS)
-            .with_creation_operation_version(1);
-    }
-    Manifest::sandbox_provider(
-        "paperclip-remote-provider",
-        env!("CARGO_PKG_VERSION"),
-        "Remote sandbox provider",
-        "remote-provider",
-    )
-    .with_description("Example Paperclip sandbox provider for a Daytona-shaped HTTP sandbox API")
-    .with_author("paperclip-sandbox developers")
-    .with_driver(driver)
-}
+use config::{RemoteConfig, RemoteConfigInput};
 
 /// The provider: one shared HTTP connection pool; the account comes with each call's config.
-#[derive(Debug, Clone, Default)]
+///
+/// Its plugin manifest is derived ([`PluginManifest`]; `remote-provider --manifest
+/// [--profile …]` prints it) and checked when the crate compiles against the hooks of the
+/// `#[provider]` block below (reusableLeases: resume, release and destroy). The config schema
+/// comes from [`RemoteConfigInput`]. For `paperclip-2026-11` hosts the driver declares
+/// `defaultAcquireTimeoutMs` 300,000 (the host's whole acquisition budget, seed 000; one fresh
+/// attempt is capped lower by `acquireCapMs`) and `creationOperationVersion` 1; the September
+/// host's strict schema rejects both, so its manifest leaves them out.
+#[derive(Debug, Clone, Default, PluginManifest)]
+#[plugin(
+    id = "paperclip-remote-provider",
+    display_name = "Remote sandbox provider",
+    description = "Example Paperclip sandbox provider for a Daytona-shaped HTTP sandbox API",
+    author = "paperclip-sandbox developers"
+)]
+#[driver(
+    key = "remote",
+    display_name = "Remote sandbox API",
+    description = "Sandboxes of a Daytona-shaped HTTP API",
+    config = RemoteConfigInput,
+    capabilities(reusableLeases),
+    default_acquire_timeout_ms = 300_000,
+    creation_operation_version = 1
+)]
 pub struct RemoteProvider {
     http: reqwest::Client,
 }
@@ -206,27 +188,5 @@ impl SandboxProvider for RemoteProvider {
         result.stdout = answer.stdout;
         result.stderr = answer.stderr;
         Ok(result)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn manifest_declares_the_contract() {
-        let m = manifest().to_value();
-        let d = &m["environmentDrivers"][0];
-        assert_eq!(d["driverKey"], "remote");
-        assert_eq!(d["creationOperationVersion"], 1);
-        assert_eq!(d["defaultAcquireTimeoutMs"], 300_000);
-        assert_eq!(d["sandboxCapabilities"]["reusableLeases"], true);
-        assert_eq!(d["configSchema"]["properties"]["apiKey"]["format"], "secret-ref");
-        for profile in HostProfile::ALL {
-            let report = manifest_for(profile).validate(profile);
-            assert!(report.valid, "{profile}: {report:?}");
-        }
-        let old = manifest_for(HostProfile::Paperclip2026_09).to_value();
-        assert!(old["environmentDrivers"][0].get("creationOperationVersion").is_none());
     }
 }

@@ -37,6 +37,23 @@ fn manifest_flag_prints_a_valid_manifest() {
     assert_eq!(d["defaultAcquireTimeoutMs"], 300_000);
     assert_eq!(d["sandboxCapabilities"]["reusableLeases"], true);
     assert_eq!(d["configSchema"]["properties"]["apiKey"]["format"], "secret-ref");
+    assert_eq!(m["entrypoints"]["worker"], "./dist/worker.cjs");
+}
+
+#[test]
+fn manifest_flag_takes_a_profile_and_bad_arguments_exit_two() {
+    let out = std::process::Command::new(BIN)
+        .args(["--manifest", "--profile", "paperclip-2026-09"])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let m: Value = serde_json::from_slice(&out.stdout).expect("the manifest is JSON");
+    assert!(validate(&m, HostProfile::Paperclip2026_09).valid);
+    assert!(m["environmentDrivers"][0].get("creationOperationVersion").is_none(), "{m}");
+    for args in [&["--bogus"][..], &["--profile", "nope"], &["--manifest", "--profile"]] {
+        let out = std::process::Command::new(BIN).args(args).output().expect("run");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

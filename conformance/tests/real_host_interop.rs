@@ -1,0 +1,145 @@
+//! Interop with the published Paperclip host (npm `@paperclipai/server` 2026.916.1): runs
+//! `tests/interop/real-host/run-interop.mjs`, which loads the host's worker manager and plugin
+//! loader unmodified and drives a plugin worker through them (install, discovery, fork of the
+//! entrypoint, initialize, environment calls, graceful stop, SIGKILL of the shim).
+//!
+//! The script's output (including the `supportedMethods` the host saw) is written straight to
+//! stderr, so it shows in CI logs even when the test passes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sandbox-conformance");
+
+fn conformance_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn real_host_dir() -> PathBuf {
+    conformance_dir().join("tests/interop/real-host")
+}
+
+fn repo_root() -> PathBuf {
+    conformance_dir().parent().unwrap().to_path_buf()
+}
+
+/// Installs the interop folder when its node_modules is missing (once per test binary):
+/// `npm install --no-save`, pinned by its npm-shrinkwrap.json (see run-interop.mjs for why not
+/// `npm ci`).
+fn ensure_npm_deps() {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = real_host_dir();
+    if dir.join("node_modules/@paperclipai/server/dist/services/plugin-worker-manager.js").is_file()
+    {
+        return;
+    }
+    let status = Command::new("npm")
+        .args(["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(&dir)
+        .status()
+        .expect("npm is required for the real-host interop test");
+    assert!(status.success(), "npm install failed in {}", dir.display());
+}
+
+/// Runs the interop script and returns its stdout; panics with its output when it fails.
+fn run_interop(args: &[&str]) -> String {
+    ensure_npm_deps();
+    let output = Command::new("node")
+        .arg("run-interop.mjs")
+        .args(args)
+        .current_dir(real_host_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("node is required for the real-host interop test");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "==== real-host interop {args:?}\n{stdout}{stderr}====");
+    assert!(output.status.success(), "run-interop.mjs {args:?} failed: {stdout}{stderr}");
+    stdout
+}
+
+fn assert_full_run(stdout: &str, mode: &str) {
+    for line in [
+        "host saw supportedMethods: [",
+        "-- environmentAcquireLease -> ",
+        "-- environmentExecute sh -c 'echo hi' -> exitCode 0",
+        "-- environmentReleaseLease -> ",
+        "-- environmentDestroyLease ",
+        "-- stopWorker: exited on the shutdown request",
+    ] {
+        assert!(stdout.contains(line), "missing `{line}` in:\n{stdout}");
+    }
+    assert!(stdout.trim_end().ends_with(&format!("interop OK ({mode})")), "{stdout}");
+}
+
+#[test]
+fn official_sdk_fixture_runs_under_the_published_host() {
+    let fixture = conformance_dir().join("tests/fixtures/official-sdk-worker");
+    let stdout = run_interop(&["official-fixture", fixture.to_str().unwrap()]);
+    assert_full_run(&stdout, "official-fixture");
+}
+
+/// Builds the Rust example worker (`examples/local-provider`).
+fn local_provider() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "-q", "-p", "local-provider"])
+        .current_dir(repo_root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "cargo build -p local-provider failed");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    let bin = target.join("debug/local-provider");
+    let out = Command::new(&bin).arg("--manifest").stdin(Stdio::null()).output().unwrap();
+    let manifest = serde_json::from_slice::<Value>(&out.stdout);
+    assert!(
+        out.status.success() && matches!(manifest, Ok(Value::Object(_))),
+        "local-provider --manifest printed no manifest: {out:?}"
+    );
+    bin
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn package(worker: &Path, out: &Path) {
+    let output = Command::new(BIN)
+        .args(["package", "--profile", "paperclip-2026-09", "--worker"])
+        .arg(worker)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "sandbox-conformance package failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn packaged_local_provider_runs_under_the_published_host() {
+    let worker = local_provider();
+    let tmp = TempDir(std::env::temp_dir().join(format!("sc-real-host-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&tmp.0);
+    let plugin = tmp.0.join("plugin");
+    package(&worker, &plugin);
+    let stdout = run_interop(&["packaged", plugin.to_str().unwrap()]);
+    assert_full_run(&stdout, "packaged");
+    assert!(stdout.contains("-- installed bin/local-provider mode 755"), "{stdout}");
+    assert!(stdout.contains("native worker"), "the SIGKILL step ran: {stdout}");
+}
