@@ -6,6 +6,8 @@
 //! The stand-in worker is a small shell script (the layout and the shim do not depend on what
 //! the binary is); `local_provider_*` tests package the real Rust example worker.
 
+mod support;
+
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -300,19 +302,8 @@ fn published_verdict(manifest: &Value) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Installs the real-host interop folder when its node_modules is missing: `npm install
-/// --no-save`, pinned by its npm-shrinkwrap.json (see run-interop.mjs for why not `npm ci`).
 fn ensure_real_host_deps() {
-    let dir = real_host_dir();
-    if dir.join("node_modules/@paperclipai/shared").is_dir() {
-        return;
-    }
-    let status = Command::new("npm")
-        .args(["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"])
-        .current_dir(&dir)
-        .status()
-        .expect("npm is required");
-    assert!(status.success(), "npm install failed in {}", dir.display());
+    support::ensure_npm_project(&real_host_dir(), "@paperclipai/shared");
 }
 
 #[test]

@@ -6,10 +6,11 @@
 //! The script's output (including the `supportedMethods` the host saw) is written straight to
 //! stderr, so it shows in CI logs even when the test passes.
 
+mod support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 
 use serde_json::Value;
 
@@ -27,23 +28,8 @@ fn repo_root() -> PathBuf {
     conformance_dir().parent().unwrap().to_path_buf()
 }
 
-/// Installs the interop folder when its node_modules is missing (once per test binary):
-/// `npm install --no-save`, pinned by its npm-shrinkwrap.json (see run-interop.mjs for why not
-/// `npm ci`).
 fn ensure_npm_deps() {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = real_host_dir();
-    if dir.join("node_modules/@paperclipai/server/dist/services/plugin-worker-manager.js").is_file()
-    {
-        return;
-    }
-    let status = Command::new("npm")
-        .args(["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"])
-        .current_dir(&dir)
-        .status()
-        .expect("npm is required for the real-host interop test");
-    assert!(status.success(), "npm install failed in {}", dir.display());
+    support::ensure_npm_project(&real_host_dir(), "@paperclipai/server");
 }
 
 /// Runs the interop script and returns its stdout; panics with its output when it fails.

@@ -24,19 +24,29 @@ pub fn node_available() -> bool {
     ok
 }
 
-/// Installs the npm project in `dir` from its lockfile (`npm ci`) unless `dir/node_modules/<package>`
-/// already exists, so that `cargo test` works on a fresh clone. Serialized within a test binary.
+/// Installs the npm project in `dir` unless `dir/node_modules/<package>` already exists, so that
+/// `cargo test` works on a fresh clone. Serialized within a test binary.
+///
+/// A project with a `package-lock.json` is installed with `npm ci`. The real-host project pins
+/// its tree with `npm-shrinkwrap.json` instead and is installed with `npm install --no-save`:
+/// `npm ci` cannot install `@paperclipai/server@2026.916.1`, whose optional platform packages
+/// are missing from the registry (see `tests/interop/real-host/run-interop.mjs`).
 pub fn ensure_npm_project(dir: &Path, package: &str) {
     static LOCK: Mutex<()> = Mutex::new(());
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if dir.join("node_modules").join(package).exists() {
         return;
     }
+    let args: &[&str] = if dir.join("package-lock.json").exists() {
+        &["ci", "--no-audit", "--no-fund", "--loglevel=error"]
+    } else {
+        &["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"]
+    };
     let status = Command::new("npm")
-        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .args(args)
         .current_dir(dir)
         .stdout(Stdio::null())
         .status()
         .expect("npm runs");
-    assert!(status.success(), "npm ci failed in {}", dir.display());
+    assert!(status.success(), "npm {} failed in {}", args[0], dir.display());
 }
