@@ -10,10 +10,17 @@
 //! (put first on `PATH`), and the scratch crate builds into this checkout's target directory
 //! (`CARGO_TARGET_DIR`, to reuse compiled dependencies), so `target/debug/` reads from there.
 //! Any other `--git` line fails the test, so the chapter cannot grow an unreplayed step.
+//!
+//! After the replay, the plugin folder the chapter's `sandbox-conformance package` step wrote
+//! (`target/plugin` in the new crate) must have the layout the packaging chapter describes, and,
+//! when `node` is on `PATH`, `import()` of its `dist/manifest.js` must yield the manifest the
+//! binary prints as the default export.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
+
+use serde_json::Value;
 
 /// One replayed block.
 #[derive(Debug)]
@@ -108,7 +115,12 @@ fn quick_start_chapter_produces_a_conforming_provider() {
         Step::File { .. } => None,
     });
     let commands: String = commands.collect::<Vec<_>>().join("\n");
-    for needed in ["cargo new", "cargo build", "sandbox-conformance run --"] {
+    for needed in [
+        "cargo new",
+        "cargo build",
+        "sandbox-conformance run --",
+        "sandbox-conformance package --worker target/debug/dir-provider --out target/plugin",
+    ] {
         assert!(commands.contains(needed), "the chapter runs `{needed}`");
     }
 
@@ -145,5 +157,68 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     );
     assert!(stdout.contains("Temporary directory"), "the manifest was printed:\n{stdout}");
     eprintln!("quick start replayed in {elapsed:?}");
+    check_plugin_folder(&scratch.join("dir-provider/target/plugin"), &target.join("debug"));
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The folder written by the chapter's packaging step, against the binary in `bin_dir`.
+fn check_plugin_folder(plugin: &Path, bin_dir: &Path) {
+    let printed = Command::new(bin_dir.join("dir-provider"))
+        .arg("--manifest")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the quick start's binary runs");
+    assert!(printed.status.success(), "dir-provider --manifest: {printed:?}");
+    let mut manifest: Value = serde_json::from_slice(&printed.stdout).expect("a JSON manifest");
+    manifest["entrypoints"]["worker"] = "./dist/worker.cjs".into();
+
+    let pkg = read_json(&plugin.join("package.json"));
+    assert_eq!(pkg["name"], "paperclip-plugin-acme.dir-provider", "{pkg:#}");
+    assert_eq!(pkg["version"], manifest["version"], "{pkg:#}");
+    assert_eq!(pkg["type"], "module", "{pkg:#}");
+    assert_eq!(pkg["paperclipPlugin"]["manifest"], "./dist/manifest.js", "{pkg:#}");
+    assert_eq!(pkg["paperclipPlugin"]["worker"], "./dist/worker.cjs", "{pkg:#}");
+
+    let module = std::fs::read_to_string(plugin.join("dist/manifest.js")).unwrap();
+    assert!(module.contains("export default manifest;"), "{module}");
+    let shim = std::fs::read_to_string(plugin.join("dist/worker.cjs")).unwrap();
+    assert!(shim.contains(r#"path.join(__dirname, "..", "bin", "dir-provider")"#), "{shim}");
+    let bin = plugin.join("bin/dir-provider");
+    assert_eq!(
+        std::fs::read(&bin).unwrap(),
+        std::fs::read(bin_dir.join("dir-provider")).unwrap(),
+        "bin/dir-provider is a copy of the binary"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&bin).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755, "bin/dir-provider mode {mode:o}");
+    }
+
+    let node = Command::new("node").arg("--version").stdin(Stdio::null()).output();
+    if !node.is_ok_and(|o| o.status.success()) {
+        eprintln!("node is not installed: import() of dist/manifest.js not checked");
+        return;
+    }
+    let imported = Command::new("node")
+        .args([
+            "--input-type=module",
+            "-e",
+            "import { pathToFileURL } from 'node:url';\n\
+             const m = await import(pathToFileURL(process.argv[1]).href);\n\
+             process.stdout.write(JSON.stringify(m.default));",
+        ])
+        .arg(plugin.join("dist/manifest.js"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(imported.status.success(), "import() of dist/manifest.js: {imported:?}");
+    let exported: Value = serde_json::from_slice(&imported.stdout).expect("JSON from node");
+    assert_eq!(exported, manifest, "the default export of dist/manifest.js");
 }
