@@ -25,11 +25,7 @@ fn main() -> ExitCode {
     let detection = provider.detection();
     let mode = if detection.wrapper.is_some() { "bwrap" } else { "plain" };
     tracing::info!(mode, reason = %detection.reason, "bubblewrap prerequisites probed");
-    let served = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .and_then(|rt| rt.block_on(Worker::new(provider).serve_stdio()));
-    match served {
+    match Worker::new(provider).run_stdio() {
         Ok(never) => match never {},
         Err(e) => {
             tracing::error!(error = %e, "cannot serve stdio");
