@@ -146,6 +146,17 @@ async fn blank_lines_and_crlf_are_tolerated() {
 }
 
 #[tokio::test]
+async fn a_lone_surrogate_escape_is_served_not_refused() {
+    // `JSON.stringify` writes a lone surrogate as `\ud800`, and `JSON.parse` accepts it.
+    let (mut w, _) = Wire::start().await;
+    w.send(r#"{"jsonrpc":"2.0","id":"ls","method":"environmentValidateConfig","params":{"driverKey":"local","config":{"root":"rel\ud800"}}}"#)
+        .await;
+    let v = w.next().await.unwrap();
+    assert_eq!(v["id"], json!("ls"), "{v}");
+    assert_eq!(v["result"]["ok"], json!(false), "{v}");
+}
+
+#[tokio::test]
 async fn an_oversize_line_is_refused_and_the_worker_keeps_serving() {
     let mut w = Wire::spawn_with(&[], &[("LOCAL_PROVIDER_FRAME_LIMIT", "4096")]);
     w.ok(json!(1), "initialize", json!({"manifest": {}, "config": {}})).await;

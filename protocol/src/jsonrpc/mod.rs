@@ -362,6 +362,50 @@ pub fn trim_line(line: &str) -> &str {
     line.trim_matches(is_js_whitespace)
 }
 
+/// Rewrites every `\uD800`–`\uDFFF` escape that is not half of a surrogate pair to `\uFFFD`;
+/// `None` when there is none.
+///
+/// `JSON.stringify` writes a lone surrogate of a JavaScript string as such an escape and
+/// `JSON.parse` accepts it, but serde_json refuses the whole text. A worker that gets
+/// [`ParseErrorDetail::InvalidJson`] for a line should retry with the repaired text (the SDK
+/// runtime does), so that a request the published SDK would serve is served rather than
+/// answered `-32700` with its id lost. Both parse paths stay exact; the repair is this
+/// separate, lossy step.
+pub fn replace_lone_surrogate_escapes(text: &str) -> Option<String> {
+    fn unit_at(b: &[u8], i: usize) -> Option<u16> {
+        if b.get(i) != Some(&b'\\') || b.get(i + 1) != Some(&b'u') {
+            return None;
+        }
+        let hex = std::str::from_utf8(b.get(i + 2..i + 6)?).ok()?;
+        u16::from_str_radix(hex, 16).ok()
+    }
+    let b = text.as_bytes();
+    let (mut out, mut copied, mut i) = (String::new(), 0, 0);
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match unit_at(b, i) {
+            Some(0xD800..=0xDBFF) if matches!(unit_at(b, i + 6), Some(0xDC00..=0xDFFF)) => i += 12,
+            Some(0xD800..=0xDFFF) => {
+                out.push_str(&text[copied..i]);
+                out.push_str("\\ufffd");
+                i += 6;
+                copied = i;
+            }
+            Some(_) => i += 6,
+            // Any other escape is two bytes (`\\` included); a stray one fails the parse anyway.
+            None => i += 2,
+        }
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
+}
+
 /// Parses one NDJSON line into a message.
 ///
 /// Blank lines are [`ParseErrorDetail::Empty`]; callers that follow the SDK skip them first.

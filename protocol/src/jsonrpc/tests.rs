@@ -141,3 +141,20 @@ fn crlf_and_bom_are_trimmed() {
     ));
     assert_eq!(parse("  \r").unwrap_err(), FrameError::Parse(ParseErrorDetail::Empty));
 }
+
+#[test]
+fn lone_surrogate_escapes_become_replacement_characters() {
+    assert_eq!(replace_lone_surrogate_escapes(r#"{"a":"\ud83d\ude00\\ud800"}"#), None);
+    assert_eq!(
+        replace_lone_surrogate_escapes(r#"["\ud800x","\uDC00","é\ud83d"]"#).as_deref(),
+        Some(r#"["\ufffdx","\ufffd","é\ufffd"]"#)
+    );
+    let line = r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":"a\ud800"}}"#;
+    // Both parse paths are exact: serde_json refuses the lone surrogate.
+    assert!(matches!(parse_line(line), Err(FrameError::Parse(ParseErrorDetail::InvalidJson(_)))));
+    assert!(parse_line_raw(line).is_err());
+    let repaired = replace_lone_surrogate_escapes(line).unwrap();
+    let Ok(Message::Request(r)) = parse_line(&repaired) else { panic!("{repaired}") };
+    assert_eq!(r.params, Some(serde_json::json!({"x": "a\u{fffd}"})));
+    assert!(matches!(parse_line_raw(&repaired), Ok(RawMessage::Request(_))));
+}

@@ -20,7 +20,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paperclip_sandbox_protocol::error_code::ErrorCode;
-use paperclip_sandbox_protocol::jsonrpc::{parse_line_raw, ErrorObject, Id, RawMessage, Response};
+use paperclip_sandbox_protocol::jsonrpc::{
+    parse_line_raw, replace_lone_surrogate_escapes, ErrorObject, FrameError, Id, ParseErrorDetail,
+    RawMessage, Response,
+};
 use paperclip_sandbox_protocol::methods::{self, name};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -177,7 +180,21 @@ where
             Ok(None) => break Ok(ServeEnd::Eof),
             Err(e) => break Err(e),
         };
-        match parse_line_raw(&line) {
+        let repaired: String;
+        let parsed = match parse_line_raw(&line) {
+            // A lone surrogate escape is JSON to the published SDK; read it as U+FFFD.
+            Err(e @ FrameError::Parse(ParseErrorDetail::InvalidJson(_))) => {
+                match replace_lone_surrogate_escapes(&line) {
+                    Some(fixed) => {
+                        repaired = fixed;
+                        parse_line_raw(&repaired).map_err(|_| e)
+                    }
+                    None => Err(e),
+                }
+            }
+            other => other,
+        };
+        match parsed {
             Ok(RawMessage::Request(request)) => dispatch_request(&shared, request, &drain),
             Ok(RawMessage::Notification(note)) => {
                 let _ = notes.send(note.into_notification());
