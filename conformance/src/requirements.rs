@@ -93,7 +93,7 @@ pub const REQUIREMENTS: &[Requirement] = &[
     req("SECRET-1", Must, "Secrets planted in the config never appear in any stdout or stderr byte, error message or envelope.", "protocol.md A.7, H.4"),
     req("SHUT-1", Must, "The worker exits within 10 s of `shutdown`.", "protocol.md A.4"),
     req("SHUT-2", Must, "The worker exits when stdin reaches end of file.", "protocol.md A.4"),
-    req("SHUT-3", Must, "No process of the worker's process group survives the worker.", "protocol.md A.4, K (item 4)"),
+    req("SHUT-3", Must, "No process the worker started survives it: neither its process group nor a command still running at shutdown.", "protocol.md A.4, K (item 4)"),
 ];
 
 /// The requirement with this id.

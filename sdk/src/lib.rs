@@ -85,7 +85,8 @@
 //!   then hand off to each other without cross-thread wake-ups. Hooks must not block the
 //!   thread (use `tokio::task::spawn_blocking` for blocking work, as in any async code).
 //! * **Errors carry no free-form data** ([`ProviderError`]).
-//! * **Ending.** `shutdown` is answered, flushed, in-flight contexts are cancelled and the
+//! * **Ending.** `shutdown` is answered, flushed, in-flight contexts are cancelled (hooks get
+//!   [`Worker::shutdown_grace`] to end and kill what they started) and the
 //!   process exits 0; stdin EOF drains in-flight requests, flushes and exits 0; on Linux the
 //!   worker also dies with its parent.
 //!
@@ -107,6 +108,7 @@ pub mod cli;
 pub mod context;
 pub mod error;
 pub mod manifest;
+pub mod process;
 pub mod provider;
 pub mod runtime;
 pub mod testing;
@@ -214,6 +216,14 @@ impl Worker {
     /// The timeout of a worker→host call (default 30 s).
     pub fn host_call_timeout(mut self, timeout: Duration) -> Self {
         self.config.host_call_timeout = timeout;
+        self
+    }
+
+    /// After `shutdown`: how long cancelled in-flight hooks get to end before the worker exits
+    /// (default 2 s; the host waits 10 s for the exit). Hooks should watch
+    /// [`Context::cancellation`] and kill what they started.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.config.shutdown_grace = grace;
         self
     }
 

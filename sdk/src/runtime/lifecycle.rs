@@ -35,8 +35,14 @@ use super::dispatch::{dispatch_request, spawn_notification_task, Handler, Shared
 use super::peer::{Peer, DEFAULT_HOST_CALL_TIMEOUT};
 use crate::context::{CancellationSource, Context};
 
+/// How long, after `shutdown` is answered and every in-flight context cancelled, the runtime
+/// waits for in-flight hooks to end (so they can kill the commands they started) before the
+/// serve loop returns. The host waits 10 s for the worker to exit (protocol.md A.4).
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
 /// Tunables of the runtime.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RuntimeConfig {
     /// Hooks running at once (at least 1).
     pub max_concurrency: usize,
@@ -44,6 +50,8 @@ pub struct RuntimeConfig {
     pub frame_limit: usize,
     /// Timeout of a worker→host call.
     pub host_call_timeout: Duration,
+    /// After `shutdown`: how long cancelled in-flight hooks get to end ([`DEFAULT_SHUTDOWN_GRACE`]).
+    pub shutdown_grace: Duration,
 }
 
 impl Default for RuntimeConfig {
@@ -52,6 +60,7 @@ impl Default for RuntimeConfig {
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
             frame_limit: DEFAULT_FRAME_LIMIT,
             host_call_timeout: DEFAULT_HOST_CALL_TIMEOUT,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
     }
 }
@@ -210,7 +219,11 @@ where
     peer.close();
     drop(notes);
     drop(drain);
-    if !matches!(end, Ok(ServeEnd::Shutdown)) {
+    if matches!(end, Ok(ServeEnd::Shutdown)) {
+        // Every in-flight context is cancelled: give the hooks a bounded moment to observe it
+        // and clean up (kill the commands they started) before the process exits.
+        let _ = tokio::time::timeout(config.shutdown_grace, drained.recv()).await;
+    } else {
         // EOF (or a read error): let every in-flight request finish and be answered.
         let _ = drained.recv().await;
         let _ = notes_task.await;
