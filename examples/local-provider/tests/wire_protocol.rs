@@ -293,6 +293,24 @@ async fn stdout_carries_protocol_frames_only_even_after_println() {
 }
 
 #[tokio::test]
+async fn a_malformed_line_is_quoted_on_the_wire_but_never_logged() {
+    let (mut w, _) = Wire::start().await;
+    // A truncated request whose config carries a secret.
+    w.send(r#"{"jsonrpc":"2.0","id":9,"method":"environmentProbe","params":{"config":{"apiKey":"sekrit-4711""#)
+        .await;
+    let v = w.next().await.unwrap();
+    assert_eq!(v["error"]["code"], json!(-32700), "{v}");
+    // The published SDK quotes the line in the answer; that is the host's own data.
+    assert!(v["error"]["message"].as_str().unwrap().contains("sekrit-4711"), "{v}");
+    w.worker.close_stdin();
+    while w.next().await.is_some() {}
+    assert_eq!(w.exit_code(LIVENESS).await, Some(0));
+    let stderr = w.worker.stderr();
+    assert!(stderr.contains("unusable inbound line"), "{stderr}");
+    assert!(!stderr.contains("sekrit-4711"), "the log quoted the line: {stderr}");
+}
+
+#[tokio::test]
 async fn manifest_flag_prints_the_manifest_for_each_profile() {
     for (args, has_nov) in
         [(vec!["--manifest"], true), (vec!["--manifest", "--profile", "paperclip-2026-09"], false)]

@@ -210,7 +210,18 @@ where
             }
             Ok(RawMessage::Response(response)) => peer.route(response),
             Err(bad) => {
-                tracing::warn!(error = %bad, "unusable inbound line answered with an error");
+                // The wire answer quotes the line (as the published SDK does); the log does not,
+                // since the line may carry a config with resolved secrets.
+                let kind = match &bad {
+                    FrameError::Parse(ParseErrorDetail::InvalidJson(_)) => "not JSON",
+                    FrameError::Parse(_) => "not a JSON-RPC 2.0 object",
+                    FrameError::Invalid(_) => "not a request, notification or response",
+                };
+                tracing::warn!(
+                    kind,
+                    bytes = line.len(),
+                    "unusable inbound line answered with an error"
+                );
                 sink.send(bad.to_response());
             }
         }
