@@ -105,10 +105,6 @@ impl Drop for TempDir {
     }
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 fn real_host_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/real-host")
 }
@@ -422,26 +418,8 @@ fn usage_and_io_errors_exit_2_with_one_line() {
     assert_eq!(usage.status.code(), Some(2), "unknown profile");
 }
 
-/// The Rust example worker (`examples/local-provider`), built with cargo.
 fn local_provider() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-q", "-p", "local-provider"])
-        .current_dir(repo_root())
-        .status()
-        .unwrap();
-    assert!(status.success(), "cargo build -p local-provider failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target"));
-    let bin = target.join("debug/local-provider");
-    let out = Command::new(&bin).arg("--manifest").stdin(Stdio::null()).output().unwrap();
-    let manifest = serde_json::from_slice::<Value>(&out.stdout);
-    assert!(
-        out.status.success() && matches!(manifest, Ok(Value::Object(_))),
-        "local-provider --manifest printed no manifest: {out:?}"
-    );
-    bin
+    support::local_provider()
 }
 
 #[test]

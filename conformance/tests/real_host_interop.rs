@@ -12,7 +12,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sandbox-conformance");
 
@@ -22,10 +21,6 @@ fn conformance_dir() -> PathBuf {
 
 fn real_host_dir() -> PathBuf {
     conformance_dir().join("tests/interop/real-host")
-}
-
-fn repo_root() -> PathBuf {
-    conformance_dir().parent().unwrap().to_path_buf()
 }
 
 fn ensure_npm_deps() {
@@ -71,26 +66,8 @@ fn official_sdk_fixture_runs_under_the_published_host() {
     assert_full_run(&stdout, "official-fixture");
 }
 
-/// Builds the Rust example worker (`examples/local-provider`).
 fn local_provider() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-q", "-p", "local-provider"])
-        .current_dir(repo_root())
-        .status()
-        .unwrap();
-    assert!(status.success(), "cargo build -p local-provider failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target"));
-    let bin = target.join("debug/local-provider");
-    let out = Command::new(&bin).arg("--manifest").stdin(Stdio::null()).output().unwrap();
-    let manifest = serde_json::from_slice::<Value>(&out.stdout);
-    assert!(
-        out.status.success() && matches!(manifest, Ok(Value::Object(_))),
-        "local-provider --manifest printed no manifest: {out:?}"
-    );
-    bin
+    support::local_provider()
 }
 
 struct TempDir(PathBuf);
