@@ -12,7 +12,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-
 const BIN: &str = env!("CARGO_BIN_EXE_sandbox-conformance");
 
 fn conformance_dir() -> PathBuf {
