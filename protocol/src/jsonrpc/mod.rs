@@ -587,40 +587,57 @@ impl Message {
     }
 }
 
+/// Writes a request or notification: `jsonrpc`, the `id` of a request, `method`, then the
+/// optional `params` and Paperclip envelope keys, in that order.
+fn serialize_call<S: Serializer>(
+    serializer: S,
+    id: Option<&Id>,
+    method: &str,
+    params: Option<&Value>,
+    invocation: Option<&Invocation>,
+    invocation_id: Option<&String>,
+) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(None)?;
+    map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+    if let Some(id) = id {
+        map.serialize_entry("id", id)?;
+    }
+    map.serialize_entry("method", method)?;
+    if let Some(params) = params {
+        map.serialize_entry("params", params)?;
+    }
+    if let Some(inv) = invocation {
+        map.serialize_entry(INVOCATION_KEY, inv)?;
+    }
+    if let Some(id) = invocation_id {
+        map.serialize_entry(INVOCATION_ID_KEY, id)?;
+    }
+    map.end()
+}
+
 impl Serialize for Request {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
-        map.serialize_entry("id", &self.id)?;
-        map.serialize_entry("method", &self.method)?;
-        if let Some(params) = &self.params {
-            map.serialize_entry("params", params)?;
-        }
-        if let Some(inv) = &self.invocation {
-            map.serialize_entry(INVOCATION_KEY, inv)?;
-        }
-        if let Some(id) = &self.invocation_id {
-            map.serialize_entry(INVOCATION_ID_KEY, id)?;
-        }
-        map.end()
+        serialize_call(
+            serializer,
+            Some(&self.id),
+            &self.method,
+            self.params.as_ref(),
+            self.invocation.as_ref(),
+            self.invocation_id.as_ref(),
+        )
     }
 }
 
 impl Serialize for Notification {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
-        map.serialize_entry("method", &self.method)?;
-        if let Some(params) = &self.params {
-            map.serialize_entry("params", params)?;
-        }
-        if let Some(inv) = &self.invocation {
-            map.serialize_entry(INVOCATION_KEY, inv)?;
-        }
-        if let Some(id) = &self.invocation_id {
-            map.serialize_entry(INVOCATION_ID_KEY, id)?;
-        }
-        map.end()
+        serialize_call(
+            serializer,
+            None,
+            &self.method,
+            self.params.as_ref(),
+            self.invocation.as_ref(),
+            self.invocation_id.as_ref(),
+        )
     }
 }
 
