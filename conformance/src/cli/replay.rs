@@ -46,7 +46,7 @@ pub fn main(args: ReplayArgs) -> ExitCode {
             ExitCode::from(1)
         }
         Err(e) => {
-            eprintln!("sandbox-conformance: {e}");
+            eprintln!("error: {e}");
             ExitCode::from(2)
         }
     }

@@ -1,9 +1,11 @@
 //! The JUnit XML report (`--junit FILE`): one `<testcase>` per check, classname = family.
-//! FAIL and STALE are `<failure>`; SKIP is `<skipped>`; XFAIL passes with a `<system-out>` note.
+//! A MUST FAIL and STALE are `<failure>`; a SHOULD FAIL passes with a property and
+//! `<system-out>`; SKIP and BLOCKED are `<skipped>`; XFAIL passes with a `<system-out>` note.
 
 use std::fmt::Write as _;
 
 use crate::report::{RunReport, Status};
+use crate::requirements::Level;
 
 /// Escapes text for XML attributes and content.
 pub fn escape(text: &str) -> String {
@@ -23,17 +25,39 @@ pub fn escape(text: &str) -> String {
 }
 
 /// The report as JUnit XML.
+///
+/// The suite is named `sandbox-conformance <profile>`. A failed MUST check (and a STALE
+/// baseline entry) is a `<failure>` whose `message` says what failed; a failed SHOULD check does
+/// not turn the job red: it passes with a `<properties>` entry and the details in
+/// `<system-out>`. SKIP and BLOCKED are `<skipped>` with their reason. A run that could not
+/// start is one `<testcase>` with an `<error>`.
 pub fn render(report: &RunReport) -> String {
     let s = &report.summary;
+    let must_fail = report
+        .checks
+        .iter()
+        .filter(|c| {
+            c.status == Status::Stale || (c.status == Status::Fail && c.level == Level::Must)
+        })
+        .count();
+    let errors = usize::from(report.error.is_some());
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let suite = escape(&format!("sandbox-conformance {}", report.profile));
     let _ = writeln!(
         out,
-        "<testsuites><testsuite name=\"sandbox-conformance\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\" time=\"{:.3}\">",
-        report.checks.len(),
-        s.fail + s.stale,
-        s.skip,
+        "<testsuites><testsuite name=\"{suite}\" tests=\"{}\" failures=\"{must_fail}\" skipped=\"{}\" errors=\"{errors}\" time=\"{:.3}\">",
+        report.checks.len() + errors,
+        s.skip + s.blocked,
         report.wall_ms as f64 / 1000.0
     );
+    if let Some(error) = &report.error {
+        let _ = writeln!(
+            out,
+            "  <testcase classname=\"harness\" name=\"harness.run\" time=\"0.000\"><error message=\"{}\">{}</error></testcase>",
+            escape(error),
+            escape(&format!("sandbox-conformance could not run the worker `{}`: {error}", report.worker))
+        );
+    }
     for c in &report.checks {
         let family = c.id.split('.').next().unwrap_or_default();
         let _ = write!(
@@ -44,30 +68,48 @@ pub fn render(report: &RunReport) -> String {
             c.duration_ms as f64 / 1000.0
         );
         let detail = format!(
-            "[{} {}] {}\nexpected: {}\nactual: {}",
+            "[{} {}] {}\nexpected: {}\nactual: {}{}",
             c.level,
             c.requirement,
             c.reference,
+            c.expected.as_deref().unwrap_or("-"),
+            c.actual.as_deref().unwrap_or("-"),
+            c.notes.iter().map(|n| format!("\nnote: {n}")).collect::<String>()
+        );
+        let what = format!(
+            "{} {} [{} {}]: expected {}; actual {}",
+            c.status.as_str(),
+            c.id,
+            c.level,
+            c.requirement,
             c.expected.as_deref().unwrap_or("-"),
             c.actual.as_deref().unwrap_or("-")
         );
         match c.status {
             Status::Pass => {}
-            Status::Fail | Status::Stale => {
+            Status::Fail if c.level == Level::Should => {
                 let _ = write!(
                     out,
-                    "<failure message=\"{} {}\">{}</failure>",
-                    c.status.as_str(),
-                    escape(&c.id),
+                    "<properties><property name=\"should-failure\" value=\"{}\"/></properties><system-out>SHOULD failure (does not fail the run): {}</system-out>",
+                    escape(&what),
                     escape(&detail)
                 );
             }
-            Status::Skip => {
+            Status::Fail | Status::Stale => {
                 let _ = write!(
                     out,
-                    "<skipped message=\"{}\"/>",
-                    escape(c.skip_reason.as_deref().unwrap_or(""))
+                    "<failure message=\"{}\">{}</failure>",
+                    escape(&what),
+                    escape(&detail)
                 );
+            }
+            Status::Skip | Status::Blocked => {
+                let reason = c.skip_reason.as_deref().unwrap_or("");
+                let message = match &c.blocked_by {
+                    Some(by) => format!("BLOCKED by {by}: {reason}"),
+                    None => reason.to_owned(),
+                };
+                let _ = write!(out, "<skipped message=\"{}\"/>", escape(&message));
             }
             Status::Xfail => {
                 let _ =

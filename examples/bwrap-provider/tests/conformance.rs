@@ -22,6 +22,8 @@ fn passes_every_check(extra_config: serde_json::Value) {
         options.config_path = Some(config_file);
         options.profile = profile;
         options.progress = false;
+        // The runs need `sh` and `tar` on the sandbox PATH (runtime.required-clis).
+        options.required_clis = vec!["sh".into(), "tar".into()];
         let report = runner::run(options).expect("the harness runs");
         // Under paperclip-2026-09 environmentStopLease does not exist, so its check skips.
         let allowed_skip = |id: &str, status: &Status| {
