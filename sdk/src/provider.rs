@@ -8,7 +8,7 @@
 //!
 //! Params arrive as JSON and are deserialized into the hook's params type; a value that does
 //! not fit is answered `-32602 Invalid params: …` without calling the hook. Unknown fields are
-//! ignored (decisions.md D9). Missing params are read as `{}`. The params and result types are
+//! ignored. Missing params are read as `{}`. The params and result types are
 //! the protocol crate's ([`paperclip_sandbox_protocol::methods`]), tied to each method by its
 //! marker type ([`RpcMethod`]).
 

@@ -8,7 +8,7 @@
 //!    read by id). `started` is adopted; a snapshot-preparation state keeps waiting inside the
 //!    cap; any other state, or no sandbox under the name, ends the attempt with the cleanup
 //!    envelope and an acquisition diagnostic whose `elapsedMs` reached `budgetMs` (the lookup
-//!    delay), which the host classifies transient (decisions.md D8).
+//!    delay), which the host classifies transient.
 //! 4. At `acquireCapMs` the attempt ends the same way, with the cap as `budgetMs`.
 //! 5. A failure state (`error`, `build_failed`, gone…) before a deadline ends the attempt
 //!    early: the diagnostic's `elapsedMs` is below its budget, so the host does not retry.

@@ -1,5 +1,5 @@
 //! Lease lifecycle: validateConfig, probe, acquire, resume, release, destroy, stop
-//! (protocol.md D.1–D.7).
+//!.
 //!
 //! # Null versus absent
 //!
@@ -198,7 +198,7 @@ impl TerminationReceipt {
     }
 
     /// True when the receipt settles a stop-and-retain intent: only `stopped` does; a
-    /// `destroyed` receipt leaves that cleanup pending (protocol.md D.7).
+    /// `destroyed` receipt leaves that cleanup pending.
     pub fn settles_stop_and_retain(&self) -> bool {
         self.state == TerminationState::Stopped
     }
@@ -404,7 +404,7 @@ open_enum! {
     }
 }
 
-/// The host's creation operation (decisions.md D5, provisional): sent on acquire when the
+/// The host's creation operation: sent on acquire when the
 /// driver declares `creationOperationVersion: 1`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -468,7 +468,7 @@ pub struct AcquireLeaseParams {
     /// The lease policy (November).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_policy: Option<LeasePolicy>,
-    /// The creation operation (decisions.md D5, provisional).
+    /// The creation operation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_operation: Option<CreationOperation>,
 }
@@ -576,7 +576,7 @@ pub type DestroyLeaseResult = Option<TerminationReceipt>;
 /// Result of `environmentStopLease`.
 pub type StopLeaseResult = TerminationReceipt;
 
-/// Params of `environmentStopLease` (`paperclip-2026-11`, decisions.md D6). Result: a
+/// Params of `environmentStopLease`. Result: a
 /// [`TerminationReceipt`]; a failed or unconfirmed stop is an error carrying a stop-error
 /// envelope with a [`StopErrorReason`], and never deletes anything.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -613,7 +613,7 @@ impl StopLeaseParams {
     }
 }
 
-/// The typed stop error of decisions.md D6 is owned by [`crate::envelope::stop_error`];
+/// The typed stop error is owned by [`crate::envelope::stop_error`];
 /// re-exported here beside the stop params it answers.
 pub use crate::envelope::stop_error::{StopErrorReason, STOP_ERROR_SCHEMA};
 

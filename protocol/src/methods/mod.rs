@@ -266,7 +266,7 @@ pub struct MethodInfo {
     /// The oldest profile whose host sends it.
     pub since: HostProfile,
     /// True for the methods of the November GitHub tests whose schemas are not published
-    /// (protocol.md D.14): negotiated through `supportedMethods`, always `-32004` here.
+    ///: negotiated through `supportedMethods`, always `-32004` here.
     pub schema_unknown: bool,
 }
 
@@ -283,7 +283,7 @@ use HostProfile::{Paperclip2026_09 as P09, Paperclip2026_11 as P11};
 use MethodFamily::{Environment as Env, Handshake as Hs, OtherPlugin as Other};
 
 /// Every host→worker request method a worker knows: the published SDK's dispatch table, the
-/// November `environmentStopLease`, and the November methods of protocol.md D.14.
+/// November `environmentStopLease`, and the other November methods.
 pub const METHODS: &[MethodInfo] = &[
     m(name::INITIALIZE, Hs, P09, false),
     m(name::HEALTH, Hs, P09, false),

@@ -1,5 +1,5 @@
 //! The worker's life: the runtime-owned methods (`initialize`, `health`, `shutdown`,
-//! `configChanged`) and the serve loop with its two endings (protocol.md A.3, A.4).
+//! `configChanged`) and the serve loop with its two endings.
 //!
 //! * `initialize` is answered by the runtime: `{ok:true, supportedMethods}`, where
 //!   `supportedMethods` is exactly the handler's listed hooks plus `health` and `shutdown`, in
@@ -37,7 +37,7 @@ use crate::context::{CancellationSource, Context};
 
 /// How long, after `shutdown` is answered and every in-flight context cancelled, the runtime
 /// waits for in-flight hooks to end (so they can kill the commands they started) before the
-/// serve loop returns. The host waits 10 s for the worker to exit (protocol.md A.4).
+/// serve loop returns. The host waits 10 s for the worker to exit.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// Tunables of the runtime.
@@ -46,7 +46,7 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 pub struct RuntimeConfig {
     /// Hooks running at once (at least 1).
     pub max_concurrency: usize,
-    /// Inbound frame cap in bytes (decisions.md D10).
+    /// Inbound frame cap in bytes.
     pub frame_limit: usize,
     /// Timeout of a worker→host call.
     pub host_call_timeout: Duration,
