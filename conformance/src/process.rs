@@ -331,6 +331,11 @@ mod tests {
         assert!(status.is_some());
         assert!(!on_its_own);
         drop(p);
+        // Orphaned members are reaped by init shortly after the SIGKILL.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while group_alive(pid) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
         assert!(!group_alive(pid));
     }
 
