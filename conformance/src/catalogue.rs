@@ -1,7 +1,7 @@
 //! The book's reference pages, generated from the harness's own tables.
 //!
 //! - [`render_markdown`]: `book/src/reference/checks.md`, the catalogue of requirements and
-//!   checks, from [`REQUIREMENTS`], [`CHECKS`] and [`CONTRACT_ONLY`].
+//!   checks, from [`REQUIREMENTS`], [`crate::registry::all`] and [`CONTRACT_ONLY`].
 //! - [`render_schema_index`]: `book/src/reference/schemas.md`, an index of the protocol's
 //!   JSON Schemas (`protocol::schema::message_schemas`).
 //!

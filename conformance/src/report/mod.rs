@@ -11,6 +11,7 @@ use crate::requirements::Level;
 
 /// The result of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum Status {
     /// The worker meets the requirement.
     #[serde(rename = "PASS")]
