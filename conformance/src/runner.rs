@@ -549,3 +549,81 @@ static SWEEP: Check = crate::check::check(
     &[],
     crate::checks::ledger::clean,
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::requirements::{requirement, Level};
+
+    #[test]
+    fn the_manifest_is_found_among_banner_lines() {
+        assert_eq!(find_manifest("{\"id\":\"a\"}\n"), ManifestProbe::Found(json!({"id": "a"})));
+        match find_manifest("worker v1 starting\n{\"id\":\"a\",\n \"v\": 1}\nbye\n") {
+            ManifestProbe::Impure { manifest, first_line } => {
+                assert_eq!(manifest, json!({"id": "a", "v": 1}));
+                assert_eq!(first_line, "worker v1 starting");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(find_manifest(""), ManifestProbe::None(_)));
+        assert!(matches!(find_manifest("[1]\nno json"), ManifestProbe::None(_)));
+    }
+
+    fn outcome(id: &str, status: Status) -> CheckOutcome {
+        CheckOutcome {
+            id: id.into(),
+            title: String::new(),
+            level: Level::Must,
+            requirement: String::new(),
+            reference: String::new(),
+            status,
+            expected: None,
+            actual: None,
+            skip_reason: None,
+            blocked_by: None,
+            notes: vec![],
+            duration_ms: 0,
+            artifact: None,
+        }
+    }
+
+    #[test]
+    fn lease_checks_are_blocked_by_a_failed_acquire_only() {
+        let facts = WorkerFacts::learn(
+            crate::host::Reply::Result(json!({"ok": true, "supportedMethods": []})),
+            Duration::ZERO,
+            None,
+            paperclip_sandbox_protocol::HostProfile::default(),
+        );
+        let exec = find("execute.exit-code").unwrap();
+        let framing = find("framing.id-echo").unwrap();
+        let failed = [outcome("lifecycle.acquire", Status::Fail)];
+        assert_eq!(blocked_by(exec, &facts, &failed).unwrap().0, "lifecycle.acquire");
+        assert_eq!(blocked_by(framing, &facts, &failed), None);
+        assert_eq!(blocked_by(exec, &facts, &[outcome("lifecycle.acquire", Status::Pass)]), None);
+        let realize_failed = [outcome("lifecycle.realize", Status::Fail)];
+        assert_eq!(blocked_by(exec, &facts, &realize_failed).unwrap().0, "lifecycle.realize");
+        // The realize check is not blocked by its own earlier outcome.
+        let realize = find("lifecycle.realize").unwrap();
+        assert_eq!(blocked_by(realize, &facts, &realize_failed), None);
+    }
+
+    #[test]
+    fn references_name_the_book_then_the_upstream_document() {
+        let r = public_reference(requirement("EXEC-6"));
+        assert_eq!(
+            r,
+            "book lifecycle.md#exec-6; SANDBOX_PROVIDER_CAPABILITIES.md, \"Failure behavior\""
+        );
+    }
+
+    #[test]
+    fn panics_in_the_exchange_give_a_hint() {
+        let entry = |dir, line: &str| Entry { dir, t_ms: 0, line: line.into(), elided_bytes: None };
+        let quiet = [entry(crate::transcript::Direction::Stderr, "starting")];
+        assert_eq!(panic_hint(&quiet, None), None);
+        let loud = [entry(crate::transcript::Direction::Stderr, "thread 'x' panicked at a.rs:1")];
+        assert!(panic_hint(&loud, None).unwrap().contains("--artifacts DIR"));
+        assert!(panic_hint(&loud, Some("d/x.ndjson")).unwrap().contains("d/x.ndjson"));
+    }
+}

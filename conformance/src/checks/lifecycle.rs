@@ -54,6 +54,10 @@ pub fn validate_config(ctx: &mut Ctx<'_>) -> CheckResult {
 
 /// LIFE-PROBE-1: a check of shape, not of health. `{ok: false, summary}` is a conforming
 /// answer (the backend is down); it is noted once, and later failures name it as the cause.
+// Upstream packages/plugins/sdk/src/protocol.ts: `environmentProbe` answers
+// `{ok: boolean, summary?, diagnostics?[{severity, message, code?, details?}], metadata?}`; the
+// host shows `ok: false` to the operator as an unhealthy environment, it is not a protocol
+// error. So the probe is judged on its shape only.
 pub fn probe(ctx: &mut Ctx<'_>) -> CheckResult {
     let params = Value::Object(ctx.base_params());
     let expected = "{ok: boolean, summary?: string, diagnostics?: array, metadata?: object}";
@@ -122,6 +126,10 @@ pub fn realize(ctx: &mut Ctx<'_>) -> CheckResult {
 }
 
 /// LIFE-RELEASE-1.
+///
+// Upstream environment-runtime.ts (release): sent only when advertised, with
+// `{…base, providerLeaseId, leaseMetadata}` and `cancelActiveWork` only when set, no
+// runStatus; the answer is void or a termination receipt for that lease.
 pub fn release(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = ctx.acquire()?;
     let params = Value::Object(ctx.lease_id_params(&lease));
@@ -212,6 +220,10 @@ pub fn destroy_idempotent(ctx: &mut Ctx<'_>) -> CheckResult {
 }
 
 /// LIFE-STOP-1.
+///
+// Upstream environment-runtime.ts (stop): needs advertisement, the receipt state must be
+// "stopped", and the host resumes the stopped lease later only on the reuse path
+// (reusableLeases effective); sandbox-stop-and-retain keeps the sandbox's files.
 pub fn stop_keeps_files(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = crate::checks::execute::lease(ctx)?;
     let can_exec = ctx.facts.advertises(name::ENVIRONMENT_EXECUTE);

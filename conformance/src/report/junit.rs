@@ -131,3 +131,64 @@ mod tests {
         assert_eq!(escape("<a b=\"c\">&'\u{1}"), "&lt;a b=&quot;c&quot;&gt;&amp;&apos;");
     }
 }
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+    use crate::report::{CheckOutcome, Summary};
+
+    fn report(checks: Vec<CheckOutcome>, error: Option<String>) -> RunReport {
+        let mut r = RunReport {
+            tool: "sandbox-conformance".into(),
+            version: "0".into(),
+            worker: "w".into(),
+            profile: "paperclip-2026-09".into(),
+            driver: "d".into(),
+            manifest_source: String::new(),
+            manifest_problem: None,
+            supported_methods: vec![],
+            effective_capabilities: vec![],
+            checks,
+            summary: Summary::default(),
+            exit_code: 0,
+            wall_ms: 0,
+            error,
+        };
+        r.finish();
+        r
+    }
+
+    fn failed(id: &str, level: Level) -> CheckOutcome {
+        CheckOutcome {
+            id: id.into(),
+            title: String::new(),
+            level,
+            requirement: "R-1".into(),
+            reference: "book x.md#r-1".into(),
+            status: Status::Fail,
+            expected: Some("a".into()),
+            actual: Some("b".into()),
+            skip_reason: None,
+            blocked_by: None,
+            notes: vec![],
+            duration_ms: 0,
+            artifact: None,
+        }
+    }
+
+    #[test]
+    fn should_failures_do_not_fail_the_suite_and_must_failures_say_what_failed() {
+        let xml = render(&report(vec![failed("a.should", Level::Should)], None));
+        assert!(xml.contains("name=\"sandbox-conformance paperclip-2026-09\""));
+        assert!(xml.contains("failures=\"0\"") && !xml.contains("<failure"));
+        assert!(xml.contains("should-failure"));
+        let xml = render(&report(vec![failed("a.must", Level::Must)], None));
+        assert!(xml.contains("failures=\"1\""));
+        assert!(xml.contains("<failure message=\"FAIL a.must [MUST R-1]: expected a; actual b\">"));
+        let xml = render(&report(vec![], Some("cannot spawn worker `w`".into())));
+        assert!(
+            xml.contains("errors=\"1\"")
+                && xml.contains("<error message=\"cannot spawn worker `w`\">")
+        );
+    }
+}
