@@ -63,3 +63,13 @@ fn the_catalogue_cites_public_sources_only() {
         }
     }
 }
+
+#[test]
+fn the_json_schemas_cite_public_sources_only() {
+    // Schema descriptions come from the protocol crate's doc comments and are shown to users.
+    let schemas = std::fs::read_to_string(repo().join("protocol/tests/snapshots/schemas.json"))
+        .expect("the committed schema snapshot");
+    for p in PRIVATE {
+        assert!(!schemas.contains(p), "a JSON Schema description cites {p}");
+    }
+}
