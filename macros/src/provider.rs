@@ -1,11 +1,14 @@
 //! `#[provider]`: the hooks of an `impl SandboxProvider` block, advertised exactly. The hooks
 //! are the protocol crate's method table's ([`HOOKS`]).
 
-use paperclip_sandbox_protocol::methods::{HookInfo, HOOKS};
+use paperclip_sandbox_protocol::methods::{HookInfo, Method, HOOKS};
 use proc_macro2::TokenStream as TokenStream2;
 use quote::{format_ident, quote};
 use syn::parse::Parser;
 use syn::{ImplItem, ItemImpl};
+
+/// The methods the host uses for native sync only as a pair.
+const SYNC_PAIR: [Method; 2] = [Method::EnvironmentSyncIn, Method::EnvironmentSyncOut];
 
 /// The hook of `SandboxProvider` with this Rust name (the protocol's method table lists them).
 pub(crate) fn hook(rust: &str) -> Option<&'static HookInfo> {
@@ -77,7 +80,7 @@ fn expand(krate: &TokenStream2, block: &mut ItemImpl) -> (TokenStream2, Option<s
             rejected.push(ident.clone());
             continue;
         }
-        if name == "sync_in" || name == "sync_out" {
+        if SYNC_PAIR.iter().any(|m| m.info().hook == Some(name.as_str())) {
             sync_hooks.push(ident.clone());
         }
         match hook(&name) {
@@ -97,10 +100,12 @@ fn expand(krate: &TokenStream2, block: &mut ItemImpl) -> (TokenStream2, Option<s
         }
     }
     if let [only] = sync_hooks.as_slice() {
-        let (written, missing) = if only == "sync_in" {
-            ("sync_in` (environmentSyncIn", "sync_out` (environmentSyncOut")
+        let describe = |m: Method| format!("{}` ({m}", m.info().hook.unwrap_or_default());
+        let [a, b] = SYNC_PAIR;
+        let (written, missing) = if a.info().hook == Some(only.to_string().as_str()) {
+            (describe(a), describe(b))
         } else {
-            ("sync_out` (environmentSyncOut", "sync_in` (environmentSyncIn")
+            (describe(b), describe(a))
         };
         push(syn::Error::new(
             only.span(),

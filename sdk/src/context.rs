@@ -168,7 +168,7 @@ impl Context {
     /// character boundaries. The final result must still carry the full output.
     ///
     /// While the host does not read, chunks are dropped once the output queue holds
-    /// [`OUTBOX_HARD_LIMIT`](crate::runtime::codec::OUTBOX_HARD_LIMIT) bytes. Prefer
+    /// [`OUTBOX_HARD_LIMIT`](crate::OUTBOX_HARD_LIMIT) bytes. Prefer
     /// [`send_execute_log`](Self::send_execute_log), which waits for room instead (what the
     /// SDK's command runner, [`crate::process`], does).
     pub fn execute_log(&self, stream: OutputStream, chunk: &str) {
@@ -191,7 +191,7 @@ impl Context {
 
     /// Streams a chunk as [`execute_log`](Self::execute_log) does, but first waits while the
     /// output queue is full (more than
-    /// [`OUTBOX_HIGH_WATER`](crate::runtime::codec::OUTBOX_HIGH_WATER) bytes queued because
+    /// [`OUTBOX_HIGH_WATER`](crate::OUTBOX_HIGH_WATER) bytes queued because
     /// the host is not reading). A producer that awaits this stops reading its command's
     /// output meanwhile, so the command blocks on its pipe and memory stays flat. Returns at
     /// once when the host is gone (the chunk is dropped).

@@ -120,7 +120,7 @@ pub use paperclip_sandbox_protocol::secret::Secret;
 pub use provider::{HookResult, ImplementedHooks, SandboxProvider};
 pub use runtime::{
     RuntimeConfig, ServeEnd, DEFAULT_FRAME_LIMIT, DEFAULT_HOST_CALL_TIMEOUT,
-    DEFAULT_MAX_CONCURRENCY, DEFAULT_SHUTDOWN_GRACE,
+    DEFAULT_MAX_CONCURRENCY, DEFAULT_SHUTDOWN_GRACE, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER,
 };
 
 use runtime::Handler;
@@ -140,8 +140,11 @@ pub mod prelude {
 /// Support for the code the macros generate; not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::provider::typed;
     pub use paperclip_sandbox_protocol::capabilities::{Capability, CAPABILITIES};
     pub use paperclip_sandbox_protocol::manifest::Category;
+    pub use serde_json::value::RawValue;
+    pub use serde_json::Value;
 
     /// True when `methods` contains `name` (a const fn: compares bytes).
     pub const fn contains(methods: &[&str], name: &str) -> bool {

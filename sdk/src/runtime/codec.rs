@@ -30,12 +30,13 @@ pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
 /// Buffers above this capacity are given back after use rather than kept for the next frame.
 const KEEP_CAPACITY: usize = 1024 * 1024;
 
-/// Output queued beyond this many bytes makes [`FrameSink::wait_for_room`] wait: a producer
-/// that waits for room (the SDK's command runner) then stops reading its command's output, so
+/// Output queued beyond this many bytes makes a producer that waits for room wait (the SDK's
+/// command runner, [`Context::send_execute_log`](crate::Context::send_execute_log)) then stops reading its command's output, so
 /// a host that stops reading stdout leaves the worker's memory flat.
 pub const OUTBOX_HIGH_WATER: usize = 4 * 1024 * 1024;
 
-/// Notifications sent without waiting for room ([`FrameSink::send_bounded`]) are dropped once
+/// Notifications sent without waiting for room ([`Context::execute_log`](crate::Context::execute_log),
+/// [`Context::log`](crate::Context::log)) are dropped once
 /// this many bytes are queued, so even a provider that never waits cannot grow the queue
 /// without bound while the host does not read.
 pub const OUTBOX_HARD_LIMIT: usize = 64 * 1024 * 1024;

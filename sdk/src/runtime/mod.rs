@@ -16,7 +16,7 @@ pub(crate) mod shared;
 pub(crate) mod stdio;
 pub(crate) mod stdout_guard;
 
-pub use codec::DEFAULT_FRAME_LIMIT;
+pub use codec::{DEFAULT_FRAME_LIMIT, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER};
 pub use dispatch::DEFAULT_MAX_CONCURRENCY;
 pub use peer::DEFAULT_HOST_CALL_TIMEOUT;
 pub use serve::{RuntimeConfig, ServeEnd, DEFAULT_SHUTDOWN_GRACE};
