@@ -4,6 +4,7 @@
 //! line there.
 
 use paperclip_sandbox_protocol::capabilities::Capability;
+use paperclip_sandbox_protocol::methods::Method;
 use paperclip_sandbox_protocol::HostProfile;
 
 use crate::context::{CheckResult, Ctx};
@@ -27,8 +28,9 @@ pub enum Scope {
 /// A precondition of a check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {
-    /// The worker advertises this method in `supportedMethods`.
-    Method(&'static str),
+    /// The worker advertises this method in `supportedMethods` (a row of the protocol's
+    /// method table).
+    Method(Method),
     /// This capability is effective.
     Capability(Capability),
     /// The host makes this call (or uses this path) for the worker (see

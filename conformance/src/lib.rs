@@ -22,6 +22,7 @@
 //! | [`replay`] | re-send a failure transcript to a fresh worker and diff the answers |
 //! | [`package`] | turn a worker binary into an npm-installable plugin folder (Node shim) |
 
+mod assert;
 pub mod catalogue;
 pub mod check;
 pub mod checks;
@@ -40,6 +41,7 @@ pub mod requirements;
 pub mod runner;
 pub mod transcript;
 
+pub use assert::assert_conformant;
 pub use context::RunOptions;
 pub use error::HarnessError;
 pub use report::RunReport;

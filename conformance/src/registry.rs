@@ -3,6 +3,8 @@
 //! check. A new group is one module of [`crate::checks`] with a `GROUP` table, plus one line
 //! in [`GROUPS`].
 
+use paperclip_sandbox_protocol::methods::Method;
+
 use crate::check::{
     check,
     Scope::{Main, Offline},
@@ -77,8 +79,8 @@ pub fn find(id: &str) -> Option<&'static Check> {
 }
 
 /// Whether the worker offers `method` (the one place a method need is decided).
-pub fn method_available(facts: &WorkerFacts, method: &str) -> bool {
-    facts.advertises(method)
+pub fn method_available(facts: &WorkerFacts, method: Method) -> bool {
+    facts.advertises(method.as_str())
 }
 
 /// Why `check` cannot run for this worker, or `None` when it can.
@@ -144,7 +146,7 @@ pub fn describe_needs(check: &Check) -> String {
         .needs
         .iter()
         .map(|n| match n {
-            Need::Method(m) => (*m).to_owned(),
+            Need::Method(m) => m.as_str().to_owned(),
             Need::Host(call) => format!("host {call:?}"),
             Need::Lease => "a lease".into(),
             Need::RequiredClis => "--require-cli".into(),

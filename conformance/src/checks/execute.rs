@@ -432,10 +432,11 @@ pub fn session_commands(ctx: &mut Ctx<'_>) -> CheckResult {
 
 use crate::check::{check, Check, Need, Scope::Main};
 use crate::hostmodel::HostCall;
+use paperclip_sandbox_protocol::methods::Method;
 
 const LEASE: &[Need] = &[
-    Need::Method(name::ENVIRONMENT_ACQUIRE_LEASE),
-    Need::Method(name::ENVIRONMENT_EXECUTE),
+    Need::Method(Method::EnvironmentAcquireLease),
+    Need::Method(Method::EnvironmentExecute),
     Need::Lease,
 ];
 
@@ -482,8 +483,8 @@ pub const GROUP: &[Check] = &[
         "execute.log streams in order before the answer",
         Main,
         &[
-            Need::Method(name::ENVIRONMENT_ACQUIRE_LEASE),
-            Need::Method(name::ENVIRONMENT_EXECUTE),
+            Need::Method(Method::EnvironmentAcquireLease),
+            Need::Method(Method::EnvironmentExecute),
             Need::Host(HostCall::StreamedOutput),
             Need::Lease,
         ],
@@ -495,7 +496,7 @@ pub const GROUP: &[Check] = &[
         "a control command answers beside a long one",
         Main,
         &[
-            Need::Method(name::ENVIRONMENT_ACQUIRE_LEASE),
+            Need::Method(Method::EnvironmentAcquireLease),
             Need::Host(HostCall::ControlCommands),
             Need::Lease,
         ],
@@ -507,7 +508,7 @@ pub const GROUP: &[Check] = &[
         "session commands (bypassSession: false) run",
         Main,
         &[
-            Need::Method(name::ENVIRONMENT_ACQUIRE_LEASE),
+            Need::Method(Method::EnvironmentAcquireLease),
             Need::Host(HostCall::SessionCommands),
             Need::Lease,
         ],

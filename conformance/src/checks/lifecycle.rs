@@ -275,8 +275,9 @@ pub fn stop_keeps_files(ctx: &mut Ctx<'_>) -> CheckResult {
 
 use crate::check::{check, Check, Need, Scope::Main};
 use crate::hostmodel::HostCall;
+use paperclip_sandbox_protocol::methods::Method;
 
-const ACQUIRE: Need = Need::Method(name::ENVIRONMENT_ACQUIRE_LEASE);
+const ACQUIRE: Need = Need::Method(Method::EnvironmentAcquireLease);
 
 /// The lifecycle group that opens a lease (validate, probe, acquire, remote cwd, realize).
 pub const GROUP: &[Check] = &[
@@ -285,7 +286,7 @@ pub const GROUP: &[Check] = &[
         "LIFE-VALIDATE-1",
         "validateConfig accepts the config",
         Main,
-        &[Need::Method(name::ENVIRONMENT_VALIDATE_CONFIG)],
+        &[Need::Method(Method::EnvironmentValidateConfig)],
         validate_config,
     ),
     check(
@@ -293,7 +294,7 @@ pub const GROUP: &[Check] = &[
         "LIFE-PROBE-1",
         "probe answers {ok, summary?, diagnostics?}",
         Main,
-        &[Need::Method(name::ENVIRONMENT_PROBE)],
+        &[Need::Method(Method::EnvironmentProbe)],
         probe,
     ),
     check(
@@ -317,7 +318,7 @@ pub const GROUP: &[Check] = &[
         "LIFE-REALIZE-1",
         "realize answers {cwd?, metadata?}",
         Main,
-        &[ACQUIRE, Need::Method(name::ENVIRONMENT_REALIZE_WORKSPACE), Need::Lease],
+        &[ACQUIRE, Need::Method(Method::EnvironmentRealizeWorkspace), Need::Lease],
         realize,
     ),
 ];
@@ -329,7 +330,7 @@ pub const GROUP_END: &[Check] = &[
         "LIFE-RELEASE-1",
         "release answers null or a receipt naming the lease",
         Main,
-        &[ACQUIRE, Need::Method(name::ENVIRONMENT_RELEASE_LEASE), Need::Lease],
+        &[ACQUIRE, Need::Method(Method::EnvironmentReleaseLease), Need::Lease],
         release,
     ),
     check(
@@ -348,7 +349,7 @@ pub const GROUP_END: &[Check] = &[
         &[
             ACQUIRE,
             Need::Host(HostCall::Resume),
-            Need::Method(name::ENVIRONMENT_DESTROY_LEASE),
+            Need::Method(Method::EnvironmentDestroyLease),
             Need::Lease,
         ],
         resume_destroyed,
@@ -358,7 +359,7 @@ pub const GROUP_END: &[Check] = &[
         "LIFE-DESTROY-1",
         "destroy twice succeeds",
         Main,
-        &[ACQUIRE, Need::Method(name::ENVIRONMENT_DESTROY_LEASE), Need::Lease],
+        &[ACQUIRE, Need::Method(Method::EnvironmentDestroyLease), Need::Lease],
         destroy_idempotent,
     ),
     check(

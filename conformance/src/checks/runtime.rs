@@ -172,13 +172,12 @@ pub fn no_login_profile(ctx: &mut Ctx<'_>) -> CheckResult {
     ))
 }
 
-use paperclip_sandbox_protocol::methods::name;
-
 use crate::check::{check, Check, Need, Scope::Main};
+use paperclip_sandbox_protocol::methods::Method;
 
 const LEASE: &[Need] = &[
-    Need::Method(name::ENVIRONMENT_ACQUIRE_LEASE),
-    Need::Method(name::ENVIRONMENT_EXECUTE),
+    Need::Method(Method::EnvironmentAcquireLease),
+    Need::Method(Method::EnvironmentExecute),
     Need::Lease,
 ];
 
@@ -201,8 +200,8 @@ pub const GROUP: &[Check] = &[
         "every --require-cli CLI is on the PATH",
         Main,
         &[
-            Need::Method(name::ENVIRONMENT_ACQUIRE_LEASE),
-            Need::Method(name::ENVIRONMENT_EXECUTE),
+            Need::Method(Method::EnvironmentAcquireLease),
+            Need::Method(Method::EnvironmentExecute),
             Need::RequiredClis,
             Need::Lease,
         ],

@@ -179,6 +179,7 @@ pub fn round_trip(ctx: &mut Ctx<'_>) -> CheckResult {
 
 use crate::check::{check, Check, Need, Scope::Main};
 use crate::hostmodel::HostCall;
+use paperclip_sandbox_protocol::methods::Method;
 
 /// The native sync group.
 pub const GROUP: &[Check] = &[check(
@@ -186,6 +187,6 @@ pub const GROUP: &[Check] = &[check(
     "SYNC-1",
     "syncIn then syncOut keep bytes, modes, excludes, order",
     Main,
-    &[Need::Method(name::ENVIRONMENT_ACQUIRE_LEASE), Need::Host(HostCall::NativeSync), Need::Lease],
+    &[Need::Method(Method::EnvironmentAcquireLease), Need::Host(HostCall::NativeSync), Need::Lease],
     round_trip,
 )];
