@@ -285,7 +285,7 @@ pub async fn resume(
         }
     }
     tracing::info!(sandbox_id = %id, "sandbox resumed");
-    Ok(Lease::new(id).with_metadata(lease_metadata(id, &sandbox.name, true)))
+    Ok(Lease::new(id).with_metadata(lease_metadata(&sandbox, &sandbox.name, true)))
 }
 
 /// `environmentStopLease`: stop-only preservation.
