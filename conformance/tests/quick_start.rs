@@ -144,6 +144,12 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     let steps = steps(&chapter);
     let files = steps.iter().filter(|s| matches!(s, Step::File { .. })).count();
     assert_eq!(files, 1, "the chapter writes src/main.rs once: {steps:?}");
+    for step in &steps {
+        if let Step::File { contents, .. } = step {
+            let lines = contents.lines().count();
+            assert!(lines <= 110, "the Quick start provider is {lines} lines; keep it at most 110");
+        }
+    }
     let commands = steps.iter().filter_map(|s| match s {
         Step::Shell(c) => Some(c.as_str()),
         Step::File { .. } => None,
@@ -165,6 +171,10 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     std::fs::create_dir_all(&scratch).unwrap();
     // The harness the chapter installs goes here, not into ~/.cargo/bin.
     let install_root = scratch.join("cargo-root");
+    // The provider keeps its leases under the temporary directory: give it one of its own, to
+    // see what it leaves behind.
+    let tmp = scratch.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     let path = std::env::join_paths(
         std::iter::once(install_root.join("bin"))
             .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
@@ -182,6 +192,7 @@ fn quick_start_chapter_produces_a_conforming_provider() {
         .env("CARGO_TARGET_DIR", &target)
         .env("CARGO_INSTALL_ROOT", &install_root)
         .env("CARGO_TERM_COLOR", "never")
+        .env("TMPDIR", &tmp)
         .output()
         .expect("bash runs");
     let elapsed = started.elapsed();
@@ -199,7 +210,24 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     );
     eprintln!("quick start replayed in {elapsed:?}");
     check_plugin_folder(&scratch.join("dir-provider/target/plugin"), &target.join("debug"));
+    let left = lease_dirs(&tmp);
+    assert!(left.is_empty(), "the harness run left lease directories behind: {left:?}");
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// Every `lease-*` directory under `dir`, at any depth.
+fn lease_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if entry.file_name().to_string_lossy().starts_with("lease-") {
+                found.push(path.clone());
+            }
+            found.extend(lease_dirs(&path));
+        }
+    }
+    found
 }
 
 fn read_json(path: &Path) -> Value {
