@@ -4,8 +4,10 @@
 //! The worker runs under `valgrind --tool=callgrind` twice — once executing a command with no
 //! output, once with [`crate::Config`]'s `callgrind_bytes` of output — and the difference of
 //! the two totals, over the MiB streamed, is the cost of moving output (read, `execute.log`
-//! frames, the result), free of start-up and per-call costs. Only the worker is counted, not
-//! the command (valgrind does not follow children by default).
+//! frames, the result), free of start-up and per-call costs. The worker's own processes are
+//! counted (a process it forks without `exec`, such as the SDK runner's guard, writes its own
+//! file, `%p` in the file name; the totals are summed), not the command (valgrind does not
+//! follow `exec`ed children by default).
 
 use std::io;
 use std::path::Path;
@@ -34,17 +36,18 @@ pub fn parse_total(text: &str) -> Option<u64> {
 
 /// Total instructions of one worker run under callgrind: `initialize`, a lease, one
 /// `environmentExecute` writing `bytes` bytes, release, stdin EOF.
-fn one_run(spec: &WorkerSpec, driver: &Driver, out_file: &Path, bytes: u64) -> io::Result<u64> {
+fn one_run(spec: &WorkerSpec, driver: &Driver, dir: &Path, bytes: u64) -> io::Result<u64> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
     let mut under = spec.clone();
     under.program = "valgrind".into();
     under.args = vec![
         "--tool=callgrind".into(),
         "--quiet".into(),
-        format!("--callgrind-out-file={}", out_file.display()).into(),
+        format!("--callgrind-out-file={}", dir.join("callgrind.%p").display()).into(),
         spec.program.clone().into_os_string(),
     ];
     under.args.extend(spec.args.iter().cloned());
-    let _ = std::fs::remove_file(out_file);
     let mut w = Worker::spawn(&under)?;
     w.initialize()?;
     let l = lease::acquire(&mut w, driver, "callgrind")?;
@@ -62,8 +65,14 @@ fn one_run(spec: &WorkerSpec, driver: &Driver, out_file: &Path, bytes: u64) -> i
     if !status.success() {
         return Err(io::Error::other(format!("worker under callgrind exited {status}")));
     }
-    let text = std::fs::read_to_string(out_file)?;
-    parse_total(&text).ok_or_else(|| io::Error::other("no total in the callgrind output"))
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let text = std::fs::read_to_string(entry?.path())?;
+        total += parse_total(&text)
+            .ok_or_else(|| io::Error::other("no total in a callgrind output file"))?;
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(total)
 }
 
 /// Instructions per MiB of execute output (see the module docs).
@@ -73,9 +82,8 @@ pub fn instructions_per_mib(
     scratch: &Path,
     bytes: u64,
 ) -> io::Result<f64> {
-    let file = scratch.join("callgrind.out");
-    let base = one_run(spec, driver, &file, 0)?;
-    let loaded = one_run(spec, driver, &file, bytes)?;
-    let _ = std::fs::remove_file(&file);
+    let dir = scratch.join("callgrind");
+    let base = one_run(spec, driver, &dir, 0)?;
+    let loaded = one_run(spec, driver, &dir, bytes)?;
     Ok(loaded.saturating_sub(base) as f64 / (bytes as f64 / (1024.0 * 1024.0)))
 }

@@ -20,13 +20,19 @@ fn needs_escape(b: u8) -> bool {
 /// fixed-size block, which the compiler turns into vector compares.
 #[inline]
 fn any_escape(block: &[u8; BLOCK]) -> bool {
-    block.iter().fold(0u8, |acc, &b| acc | u8::from(needs_escape(b))) != 0
+    block
+        .iter()
+        .fold(0u8, |acc, &b| acc | u8::from(b < 0x20) | u8::from(b == b'"') | u8::from(b == b'\\'))
+        != 0
 }
 
 /// True when a byte of `block` is not plain ASCII (needs an escape or is non-ASCII).
 #[inline]
 fn any_not_plain(block: &[u8; BLOCK]) -> bool {
-    block.iter().fold(0u8, |acc, &b| acc | u8::from(needs_escape(b) || b >= 0x80)) != 0
+    block.iter().fold(0u8, |acc, &b| {
+        // Plain: 0x20..=0x7f except `"` and `\`.
+        acc | u8::from(b.wrapping_sub(0x20) >= 0x60) | u8::from(b == b'"') | u8::from(b == b'\\')
+    }) != 0
 }
 
 #[inline]

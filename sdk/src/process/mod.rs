@@ -437,7 +437,10 @@ impl LocalCommand {
             let cut = complete_prefix_len(&buf[..filled]);
             {
                 // Borrowed straight from the read buffer unless it had to be repaired.
-                let text = String::from_utf8_lossy(&buf[..cut]);
+                let text = match std::str::from_utf8(&buf[..cut]) {
+                    Ok(text) => std::borrow::Cow::Borrowed(text),
+                    Err(_) => String::from_utf8_lossy(&buf[..cut]),
+                };
                 collected.push(&text);
                 if !(timed_out || cancelled || text.is_empty()) {
                     // Stream, but keep watching the timeout and the cancellation while the
