@@ -4,10 +4,11 @@
 //! The worker runs under `valgrind --tool=callgrind` twice — once executing a command with no
 //! output, once with [`crate::Config`]'s `callgrind_bytes` of output — and the difference of
 //! the two totals, over the MiB streamed, is the cost of moving output (read, `execute.log`
-//! frames, the result), free of start-up and per-call costs. The worker's own processes are
-//! counted (a process it forks without `exec`, such as the SDK runner's guard, writes its own
-//! file, `%p` in the file name; the totals are summed), not the command (valgrind does not
-//! follow `exec`ed children by default).
+//! frames, the result), free of start-up and per-call costs. Only the worker process itself is
+//! counted: not the command (valgrind does not follow `exec`ed children by default), and not
+//! a helper it forks without `exec` (the SDK runner's guard, whose work follows wall time, not
+//! output; every process writes its own file, `%p` in the file name, and only the worker's
+//! pid is read).
 
 use std::io;
 use std::path::Path;
@@ -61,16 +62,14 @@ fn one_run(spec: &WorkerSpec, driver: &Driver, dir: &Path, bytes: u64) -> io::Re
         return Err(io::Error::other("execute under callgrind lost output"));
     }
     lease::release(&mut w, driver, &l)?;
+    let pid = w.pid();
     let status = w.close(Duration::from_secs(120))?;
     if !status.success() {
         return Err(io::Error::other(format!("worker under callgrind exited {status}")));
     }
-    let mut total = 0;
-    for entry in std::fs::read_dir(dir)? {
-        let text = std::fs::read_to_string(entry?.path())?;
-        total += parse_total(&text)
-            .ok_or_else(|| io::Error::other("no total in a callgrind output file"))?;
-    }
+    let text = std::fs::read_to_string(dir.join(format!("callgrind.{pid}")))?;
+    let total =
+        parse_total(&text).ok_or_else(|| io::Error::other("no total in the callgrind output"))?;
     let _ = std::fs::remove_dir_all(dir);
     Ok(total)
 }
