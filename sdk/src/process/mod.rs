@@ -14,6 +14,10 @@
 //!   [`LocalCommand::run`] to any [`OutputSink`]. While the host does not read the worker's
 //!   stdout, the sink waits ([`Context::send_execute_log`]), the runner stops reading the
 //!   command's pipes and the command blocks on them: memory stays flat.
+//! * **Large reads, no added latency.** The command's pipes are widened to 1 MiB and read
+//!   with buffers that grow to 512 KiB while the command is ahead, so under load each read
+//!   takes what has accumulated and becomes one `execute.log` chunk; an idle command's few
+//!   bytes are read and streamed as soon as they arrive (no timer, no batching delay).
 //! * **Results that always fit the host's line limit.** stdout and stderr are collected for the
 //!   result up to a bound on their *JSON-encoded* size (a newline takes two UTF-16 code units
 //!   on the wire), by default half each of the host's line limit
