@@ -143,6 +143,19 @@ impl Shared {
         )
     }
 
+    /// A context for a hook the runtime calls on its own (the `shutdown` hook when a signal,
+    /// stdin EOF or a closed stdout ends the worker): no request id, no invocation.
+    pub fn runtime_context(&self, method: &'static str) -> Context {
+        Context::new(
+            Cow::Borrowed(method),
+            None,
+            None,
+            None,
+            self.cancel.token(),
+            self.peer.clone(),
+        )
+    }
+
     /// Calls a listed hook, turning a panic into `-32603`.
     pub async fn call_hook(
         &self,

@@ -1,0 +1,282 @@
+//! Faults, judged on the real binary: the worker is signalled, killed, crashed, loses its
+//! stdin, its stdout closes or stalls; nothing it started may outlive it, and its memory stays
+//! bounded. Each test reads `/proc` only to judge the effect on its own processes.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_local-provider");
+const LIVENESS: Duration = Duration::from_secs(30);
+
+struct Raw {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Option<BufReader<ChildStdout>>,
+    root: tempfile::TempDir,
+}
+
+impl Raw {
+    async fn start() -> Raw {
+        let root = tempfile::tempdir().unwrap();
+        let mut child = Command::new(BIN)
+            .env("LOCAL_PROVIDER_ROOT", root.path())
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().map(BufReader::new);
+        let mut w = Raw { child, stdin, stdout, root };
+        w.call(json!(1), "initialize", json!({"manifest": {}, "config": {}})).await;
+        w
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id().unwrap() as i32
+    }
+
+    async fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).await.unwrap();
+        stdin.write_all(b"\n").await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    async fn next_line(&mut self) -> Option<String> {
+        let mut line = String::new();
+        let out = self.stdout.as_mut().unwrap();
+        let n = tokio::time::timeout(LIVENESS, out.read_line(&mut line)).await.unwrap().unwrap();
+        (n > 0).then_some(line)
+    }
+
+    async fn next(&mut self) -> Option<Value> {
+        let line = self.next_line().await?;
+        Some(serde_json::from_str(&line).unwrap())
+    }
+
+    async fn call(&mut self, id: Value, method: &str, params: Value) -> Value {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(&line.to_string()).await;
+        loop {
+            let v = self.next().await.expect("stdout open");
+            if v.get("id") == Some(&id) {
+                return v;
+            }
+        }
+    }
+
+    fn params(&self, extra: Value) -> Value {
+        let mut v = json!({"driverKey": "local", "companyId": "company-1", "environmentId": "env-1",
+            "config": {"root": self.root.path()}});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v
+    }
+
+    async fn lease(&mut self) -> Value {
+        let p = self.params(json!({"runId": "r"}));
+        let v = self.call(json!("acq"), "environmentAcquireLease", p).await;
+        v["result"].clone()
+    }
+
+    /// Starts `sh -c 'sleep 30 & wait'`-like command and returns (shell pid, sleep pid) from
+    /// its streamed output.
+    async fn start_command(&mut self, lease: &Value) -> (i32, i32) {
+        let p = self.params(json!({"lease": lease, "command": "sh",
+            "args": ["-c", "sleep 30 & echo \"pids $$ $!\"; wait"]}));
+        let line =
+            json!({"jsonrpc": "2.0", "id": "exec", "method": "environmentExecute", "params": p});
+        self.send(&line.to_string()).await;
+        loop {
+            let v = self.next().await.expect("stdout open");
+            if v["method"] == "execute.log" {
+                let chunk = v["params"]["chunk"].as_str().unwrap().to_owned();
+                let mut it = chunk.trim().strip_prefix("pids ").unwrap().split(' ');
+                let sh = it.next().unwrap().parse().unwrap();
+                let sleep = it.next().unwrap().parse().unwrap();
+                return (sh, sleep);
+            }
+        }
+    }
+
+    async fn wait_exit(&mut self) -> (std::process::ExitStatus, Duration) {
+        let started = Instant::now();
+        let st = tokio::time::timeout(LIVENESS, self.child.wait()).await.unwrap().unwrap();
+        (st, started.elapsed())
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rfind(')').is_some_and(|i| !s[i + 1..].trim_start().starts_with('Z')))
+}
+
+fn gone_within(pids: &[i32], bound: Duration) -> bool {
+    let deadline = Instant::now() + bound;
+    while pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !pids.iter().any(|&p| alive(p))
+}
+
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill(2) on the worker this test spawned.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+}
+
+async fn signal_ends_commands(sig: i32) -> Duration {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let (sh, sleep) = w.start_command(&lease).await;
+    assert!(alive(sh) && alive(sleep));
+    signal(w.pid(), sig);
+    let (_, took) = w.wait_exit().await;
+    assert!(gone_within(&[sh, sleep], Duration::from_secs(10)), "signal {sig}: a command survived");
+    took
+}
+
+#[tokio::test]
+async fn sigterm_and_sigint_shut_down_and_end_running_commands() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let mut w = Raw::start().await;
+        let lease = w.lease().await;
+        let (sh, sleep) = w.start_command(&lease).await;
+        signal(w.pid(), sig);
+        // The execute is cancelled and answered before the exit.
+        let answer = loop {
+            match w.next().await {
+                Some(v) if v["id"] == "exec" => break Some(v),
+                Some(_) => continue,
+                None => break None,
+            }
+        };
+        let answer = answer.expect("the cancelled execute is answered");
+        assert_eq!(answer["result"]["metadata"]["cancelled"], json!(true), "{answer}");
+        let (status, took) = w.wait_exit().await;
+        assert_eq!(status.code(), Some(0), "signal {sig}: {status:?}");
+        eprintln!("signal {sig}: exited {took:?} after the signal");
+        assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
+    }
+}
+
+#[tokio::test]
+async fn sigkill_and_crash_do_not_orphan_commands() {
+    // SIGABRT and SIGQUIT end the process as a crash does (a sent SIGSEGV is not a fault: Rust's
+    // stack-overflow handler lets it pass once).
+    for sig in [libc::SIGKILL, libc::SIGABRT, libc::SIGQUIT] {
+        signal_ends_commands(sig).await;
+    }
+}
+
+#[tokio::test]
+async fn stdin_eof_ends_the_worker_and_its_commands() {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let (sh, sleep) = w.start_command(&lease).await;
+    w.stdin = None;
+    let (status, took) = w.wait_exit().await;
+    assert_eq!(status.code(), Some(0));
+    eprintln!("stdin EOF: exited {took:?} after EOF with a command running");
+    assert!(took < Duration::from_secs(25), "the worker waited for the command: {took:?}");
+    assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
+}
+
+#[tokio::test]
+async fn a_closed_stdout_ends_the_worker_and_its_commands() {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let (sh, sleep) = w.start_command(&lease).await;
+    w.stdout = None; // the host stops reading and closes its end
+    w.send(r#"{"jsonrpc":"2.0","id":9,"method":"health"}"#).await;
+    let (status, took) = w.wait_exit().await;
+    assert_eq!(status.code(), Some(0));
+    eprintln!("closed stdout: exited {took:?} after the write that failed");
+    assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
+}
+
+fn rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The seconds the stall test lets the host not read (`STALL_SECS`, default 5).
+fn stall() -> Duration {
+    let secs = std::env::var("STALL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    Duration::from_secs(secs)
+}
+
+#[tokio::test]
+async fn a_stalled_host_leaves_memory_flat() {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let p = w.params(json!({"lease": lease, "command": "yes", "args": ["0123456789abcdef"]}));
+    let line = json!({"jsonrpc": "2.0", "id": "yes", "method": "environmentExecute", "params": p});
+    w.send(&line.to_string()).await;
+    // The host reads nothing at all now.
+    let start = rss_kib(w.pid());
+    let mut peak = start;
+    let until = Instant::now() + stall();
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        peak = peak.max(rss_kib(w.pid()));
+    }
+    eprintln!("stalled host: RSS {start} KiB at start, peak {peak} KiB over {:?}", stall());
+    assert!(peak < 200 * 1024, "RSS grew to {peak} KiB while the host stalled");
+    // Reading again, the worker is still serving: shut it down.
+    w.stdin = None;
+    let mut drained = 0u64;
+    while let Some(line) = w.next_line().await {
+        drained += line.len() as u64;
+    }
+    assert!(drained > 0);
+    w.wait_exit().await;
+}
+
+#[tokio::test]
+async fn a_lone_surrogate_id_is_echoed_exactly() {
+    let mut w = Raw::start().await;
+    w.send(r#"{"jsonrpc":"2.0","id":"a\ud800b","method":"health"}"#).await;
+    w.send(r#"{"jsonrpc":"2.0","id":"\udc00","method":"noSuchMethod"}"#).await;
+    let first = w.next_line().await.unwrap();
+    assert_eq!(first.trim_end(), r#"{"jsonrpc":"2.0","id":"a\ud800b","result":{"status":"ok"}}"#);
+    let second = w.next_line().await.unwrap();
+    assert!(
+        second.starts_with(r#"{"jsonrpc":"2.0","id":"\udc00","error":{"code":-32601"#),
+        "{second}"
+    );
+}
+
+#[tokio::test]
+async fn an_oversize_result_fits_the_host_line_limit() {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    // 64 MiB of newlines: 134,217,728 UTF-16 code units once encoded, over the limit with
+    // the envelope.
+    let p = w.params(json!({"lease": lease, "command": "sh",
+        "args": ["-c", "head -c 67108864 /dev/zero | tr '\\0' '\\n'; echo done >&2"]}));
+    let line = json!({"jsonrpc": "2.0", "id": "big", "method": "environmentExecute", "params": p});
+    w.send(&line.to_string()).await;
+    loop {
+        let line = w.next_line().await.expect("answered");
+        if !line.starts_with(r#"{"jsonrpc":"2.0","id":"big""#) {
+            continue;
+        }
+        let units: usize = line.trim_end().encode_utf16().count();
+        assert!(
+            units <= paperclip_sandbox_protocol::jsonrpc::HOST_MAX_LINE_UNITS,
+            "the result line has {units} UTF-16 code units"
+        );
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["result"]["metadata"]["stdoutTruncated"], json!(true));
+        assert_eq!(v["result"]["stderr"], json!("done\n"));
+        assert_eq!(v["result"]["exitCode"], json!(0));
+        break;
+    }
+}
