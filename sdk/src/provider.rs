@@ -216,7 +216,7 @@ where
 {
     let method = M::NAME;
     let params = params.unwrap_or_else(|| json!({}));
-    let params: M::Params = serde_json::from_value(params).map_err(ErrorObject::invalid_params)?;
+    let params: M::Params = crate::error::params_from_value(params)?;
     let result = hook(params).await.map_err(|e| e.to_error_object(method))?;
     serde_json::to_value(result).map_err(|e| {
         tracing::error!(method, error = %e, "hook result does not serialize");
@@ -245,7 +245,7 @@ where
         // duplicate key).
         Err(_) => {
             let value = params.map_or_else(|| json!({}), raw_to_value);
-            serde_json::from_value(value).map_err(ErrorObject::invalid_params)?
+            crate::error::params_from_value(value)?
         }
     };
     let result = hook(params).await.map_err(|e| e.to_error_object(method))?;

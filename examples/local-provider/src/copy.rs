@@ -8,7 +8,10 @@
 //! - **Directories are destroy-then-replace** (not atomic): the target is removed, recreated
 //!   `0700`, filled, then given the source directory's permission bits.
 //! - **Modes.** A mapping's `mode` applies to every file it writes, files inside directory
-//!   mappings included; without it a file keeps its source permission bits (`& 0o777`).
+//!   mappings included; without it a file keeps its source permission bits. Only the
+//!   permission bits (`0o777`) are ever applied: setuid, setgid and sticky never are.
+//!   Directories keep their source's bits masked by [`CopyOptions::dir_mode_mask`] (a syncOut
+//!   never gives a host directory setgid, sticky or world-writable bits from the sandbox).
 //! - **Symlinks** follow tar's `-h`: when not following, a link is recreated as a link (atomically,
 //!   like a file) and never entered; when following, its target is copied. Following refuses
 //!   dangling links and directory cycles, and, with [`CopyOptions::links_confined_to`], any
@@ -49,6 +52,13 @@ pub struct CopyOptions<'a> {
     pub links_confined_to: Option<&'a Path>,
     /// Set to stop the copy; it then fails with [`ErrorKind::Timeout`].
     pub abort: &'a AtomicBool,
+    /// The bits of a source directory's mode its copy may get (at most `0o777`).
+    pub dir_mode_mask: u32,
+}
+
+/// The mode a copied file gets: the mapping's, or the source's, permission bits only.
+fn file_mode(opts: &CopyOptions<'_>, source_mode: u32) -> u32 {
+    opts.mode.unwrap_or(source_mode) & 0o777
 }
 
 /// What a mapping transferred.
@@ -220,7 +230,7 @@ pub fn copy_file_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resu
             src.display()
         )));
     }
-    let bytes = replace_file(src, dst, opts.mode.unwrap_or(meta.mode() & 0o777), opts)?;
+    let bytes = replace_file(src, dst, file_mode(opts, meta.mode()), opts)?;
     Ok(Transfer { files: 1, bytes })
 }
 
@@ -248,8 +258,11 @@ pub fn copy_dir_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resul
     let mut total = Transfer::default();
     let mut ancestors = vec![(root_meta.dev(), root_meta.ino())];
     copy_tree(src, dst, "", opts, &mut ancestors, &mut total)?;
-    fs::set_permissions(dst, fs::Permissions::from_mode(root_meta.mode() & 0o7777))
-        .map_err(|e| io_at("chmod", dst, e))?;
+    fs::set_permissions(
+        dst,
+        fs::Permissions::from_mode(root_meta.mode() & opts.dir_mode_mask & 0o777),
+    )
+    .map_err(|e| io_at("chmod", dst, e))?;
     Ok(total)
 }
 
@@ -306,11 +319,13 @@ fn copy_tree(
             ancestors.push(id);
             copy_tree(&from, &to, &child_rel, opts, ancestors, total)?;
             ancestors.pop();
-            fs::set_permissions(&to, fs::Permissions::from_mode(meta.mode() & 0o7777))
-                .map_err(|e| io_at("chmod", &to, e))?;
+            fs::set_permissions(
+                &to,
+                fs::Permissions::from_mode(meta.mode() & opts.dir_mode_mask & 0o777),
+            )
+            .map_err(|e| io_at("chmod", &to, e))?;
         } else if meta.is_file() {
-            total.bytes +=
-                replace_file(&from, &to, opts.mode.unwrap_or(meta.mode() & 0o777), opts)?;
+            total.bytes += replace_file(&from, &to, file_mode(opts, meta.mode()), opts)?;
             total.files += 1;
         } else {
             tracing::debug!(path = %from.display(), "skipping a special file");

@@ -269,6 +269,12 @@ async fn transfer(
             follow_symlinks: mapping.follow_symlinks,
             links_confined_to: links_confined_to.as_deref(),
             abort: &abort,
+            // Out of the sandbox, a directory never brings setgid, sticky or world-writable
+            // bits to the host.
+            dir_mode_mask: match direction {
+                Direction::In => 0o777,
+                Direction::Out => 0o775,
+            },
         };
         match mapping.kind {
             MappingKind::File => copy_file_mapping(&source, &target, &opts),

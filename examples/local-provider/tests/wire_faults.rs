@@ -21,13 +21,17 @@ struct Raw {
 
 impl Raw {
     async fn start() -> Raw {
+        Raw::start_logging(Stdio::null(), "debug").await
+    }
+
+    async fn start_logging(stderr: Stdio, level: &str) -> Raw {
         let root = tempfile::tempdir().unwrap();
         let mut child = Command::new(BIN)
             .env("LOCAL_PROVIDER_ROOT", root.path())
-            .env("RUST_LOG", "debug")
+            .env("RUST_LOG", level)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .unwrap();
@@ -278,5 +282,149 @@ async fn an_oversize_result_fits_the_host_line_limit() {
         assert_eq!(v["result"]["stderr"], json!("done\n"));
         assert_eq!(v["result"]["exitCode"], json!(0));
         break;
+    }
+}
+
+impl Raw {
+    async fn workspace(&mut self, lease: &Value) -> String {
+        let p = self.params(json!({"lease": lease, "workspace": {"localPath": "/host/ws"}}));
+        let v = self.call(json!("ws"), "environmentRealizeWorkspace", p).await;
+        v["result"]["cwd"].as_str().unwrap().to_owned()
+    }
+
+    async fn sync(&mut self, method: &str, lease: &Value, files: Value) -> Value {
+        let p = self.params(json!({"lease": lease, "operations": [
+            {"operationId": "op", "files": files}
+        ]}));
+        self.call(json!("sync"), method, p).await
+    }
+}
+
+#[tokio::test]
+async fn a_huge_exclude_pattern_is_invalid_params_not_a_crash() {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let cwd = w.workspace(&lease).await;
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("a"), "a").unwrap();
+    let files = json!([{"sourcePath": src.path(), "targetPath": format!("{cwd}/d"),
+        "kind": "directory", "exclude": ["**/".repeat(4000)]}]);
+    let v = w.sync("environmentSyncIn", &lease, files).await;
+    assert_eq!(v["error"]["code"], json!(-32602), "{v}");
+    // The worker is still there.
+    let h = w.call(json!("h"), "health", json!({})).await;
+    assert_eq!(h["result"]["status"], json!("ok"));
+}
+
+#[tokio::test]
+async fn sync_modes_are_range_checked_and_special_bits_never_applied() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let cwd = w.workspace(&lease).await;
+    let src = tempfile::tempdir().unwrap();
+    let file = src.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    for bad in [99_999_999u64, 0o104_755, 0o10_000, 4_294_967_296] {
+        let files = json!([{"sourcePath": file, "targetPath": format!("{cwd}/f"), "kind": "file", "mode": bad}]);
+        let v = w.sync("environmentSyncIn", &lease, files).await;
+        assert_eq!(v["error"]["code"], json!(-32602), "mode {bad:o}: {v}");
+        assert!(!v.to_string().contains(&bad.to_string()), "the value is not quoted: {v}");
+    }
+    let files = json!([{"sourcePath": file, "targetPath": format!("{cwd}/f"), "kind": "file", "mode": 0o6755}]);
+    let v = w.sync("environmentSyncIn", &lease, files).await;
+    assert!(v.get("result").is_some(), "{v}");
+    let mode = std::fs::metadata(format!("{cwd}/f")).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o755, "setuid/setgid were applied");
+
+    // A sandbox directory with setgid, sticky and world-writable bits, and a setuid file.
+    std::fs::create_dir(format!("{cwd}/out")).unwrap();
+    std::fs::write(format!("{cwd}/out/tool"), "t").unwrap();
+    std::fs::set_permissions(format!("{cwd}/out/tool"), std::fs::Permissions::from_mode(0o4755))
+        .unwrap();
+    std::fs::set_permissions(format!("{cwd}/out"), std::fs::Permissions::from_mode(0o3777))
+        .unwrap();
+    let host = tempfile::tempdir().unwrap();
+    let target = host.path().join("out");
+    let files =
+        json!([{"sourcePath": format!("{cwd}/out"), "targetPath": target, "kind": "directory"}]);
+    let v = w.sync("environmentSyncOut", &lease, files).await;
+    assert!(v.get("result").is_some(), "{v}");
+    let dir_mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(dir_mode & 0o7002, 0, "host dir got {dir_mode:o}");
+    let tool_mode = std::fs::metadata(target.join("tool")).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(tool_mode, 0o755, "host file got {tool_mode:o}");
+}
+
+#[tokio::test]
+async fn secrets_never_reach_an_error_or_a_log_at_trace() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let stderr = Stdio::from(log.reopen().unwrap());
+    let mut w = Raw::start_logging(stderr, "trace").await;
+    let lease = w.lease().await;
+    let cwd = w.workspace(&lease).await;
+    let s = |n: u32| format!("SENTINEL-{n}-d41d8cd9");
+    let exec = |extra: Value| {
+        let mut v = json!({"lease": lease, "command": "true"});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v
+    };
+    let calls: Vec<(&str, Value)> = vec![
+        ("environmentExecute", exec(json!({"env": s(1)}))),
+        ("environmentExecute", exec(json!({"env": {"TOKEN": [s(2)]}}))),
+        ("environmentExecute", exec(json!({"env": {"TOKEN": {"v": s(3)}}}))),
+        ("environmentExecute", exec(json!({"stdin": {"k": s(4)}}))),
+        ("environmentExecute", exec(json!({"args": s(5)}))),
+        ("environmentExecute", exec(json!({"timeoutMs": s(6)}))),
+        ("environmentExecute", exec(json!({"command": [s(7)]}))),
+        (
+            "environmentSyncIn",
+            json!({"lease": lease, "operations": [{"operationId": "o",
+            "files": [{"sourcePath": "/etc/hostname", "targetPath": format!("{cwd}/x"), "kind": s(8)}]}]}),
+        ),
+        (
+            "environmentSyncIn",
+            json!({"lease": lease, "operations": [{"operationId": "o",
+            "files": [{"sourcePath": "/etc/hostname", "targetPath": format!("{cwd}/x"), "kind": "file", "mode": s(9)}]}]}),
+        ),
+        (
+            "environmentSyncIn",
+            json!({"lease": lease, "operations": [{"operationId": "o",
+            "files": [{"sourcePath": "/etc/hostname", "targetPath": format!("{cwd}/x"), "kind": "file", "exclude": [format!("[{}", s(10))]}]}]}),
+        ),
+        (
+            "environmentSyncIn",
+            json!({"lease": lease, "operations": [{"operationId": "o",
+            "files": [{"sourcePath": "/etc/hostname", "targetPath": format!("{cwd}/x"), "kind": "file", "exclude": [s(11).repeat(1000)]}]}]}),
+        ),
+        ("environmentAcquireLease", json!({"runId": {"secret": s(12)}})),
+        ("environmentResumeLease", json!({"providerLeaseId": [s(13)]})),
+        ("environmentReleaseLease", json!({"resourceDisposition": s(14)})),
+        (
+            "environmentValidateConfig",
+            json!({"driverKey": "local", "config": {"root": {"k": s(15)}, "syncTimeoutMs": s(16)}}),
+        ),
+    ];
+    let mut answers = Vec::new();
+    for (i, (method, extra)) in calls.into_iter().enumerate() {
+        let mut p = w.params(json!({}));
+        p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let v = w.call(json!(format!("s{i}")), method, p).await;
+        assert!(v.get("error").is_some() || v.get("result").is_some(), "{method}: {v}");
+        answers.push(v.to_string());
+    }
+    // A config carrying a sentinel the host resolved (a secret) in a bad shape.
+    let mut p = w.params(json!({"runId": "r"}));
+    p["config"] = json!({"root": w.root.path(), "syncTimeoutMs": {"apiKey": s(17)}});
+    answers.push(w.call(json!("cfg"), "environmentAcquireLease", p).await.to_string());
+    w.stdin = None;
+    while let Some(line) = w.next_line().await {
+        answers.push(line);
+    }
+    w.wait_exit().await;
+    let logged = std::fs::read_to_string(log.path()).unwrap();
+    assert!(logged.contains("TRACE") || logged.contains("DEBUG"), "trace logging was on");
+    for text in answers.iter().map(String::as_str).chain([logged.as_str()]) {
+        assert!(!text.contains("SENTINEL"), "a secret leaked: {text}");
     }
 }
