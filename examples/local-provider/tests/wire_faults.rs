@@ -2,6 +2,7 @@
 //! stdin, its stdout closes or stalls; nothing it started may outlive it, and its memory stays
 //! bounded. Each test reads `/proc` only to judge the effect on its own processes.
 
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -427,4 +428,100 @@ async fn secrets_never_reach_an_error_or_a_log_at_trace() {
     for text in answers.iter().map(String::as_str).chain([logged.as_str()]) {
         assert!(!text.contains("SENTINEL"), "a secret leaked: {text}");
     }
+}
+
+/// The attempts of the symlink race (`RACE_ATTEMPTS`, default 6,000).
+fn race_attempts() -> usize {
+    std::env::var("RACE_ATTEMPTS").ok().and_then(|s| s.parse().ok()).unwrap_or(6_000)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_flipped_into_a_symlink_never_moves_a_sync_outside_the_lease() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let cwd = PathBuf::from(w.workspace(&lease).await);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("host-secret"), "OUTSIDE").unwrap();
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("f"), "inside").unwrap();
+    std::fs::create_dir(src.path().join("tree")).unwrap();
+    std::fs::write(src.path().join("tree/g"), "inside").unwrap();
+    let host = tempfile::tempdir().unwrap();
+
+    // The attacker: a process in the lease flipping `d` between a directory (holding a
+    // `host-secret` of its own) and a symlink to the outside directory, as fast as it can.
+    let d = cwd.join("d");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let (d, outside, stop) = (d.clone(), outside.path().to_path_buf(), stop.clone());
+        std::thread::spawn(move || {
+            let mut flips = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::fs::remove_dir_all(&d).or_else(|_| std::fs::remove_file(&d));
+                let _ = std::fs::create_dir(&d);
+                let _ = std::fs::write(d.join("host-secret"), "inside");
+                std::thread::yield_now();
+                let _ = std::fs::remove_dir_all(&d);
+                let _ = std::os::unix::fs::symlink(&outside, &d);
+                std::thread::yield_now();
+                flips += 1;
+            }
+            flips
+        })
+    };
+
+    let attempts = race_attempts();
+    let (mut ok, mut refused) = (0usize, 0usize);
+    let mut leaked_out = 0usize;
+    for i in 0..attempts {
+        let (method, files) = match i % 3 {
+            0 => (
+                "environmentSyncIn",
+                json!([{"sourcePath": src.path().join("f"),
+                "targetPath": d.join(format!("f{i}")), "kind": "file"}]),
+            ),
+            1 => (
+                "environmentSyncIn",
+                json!([{"sourcePath": src.path().join("tree"),
+                "targetPath": d.join(format!("t{i}")), "kind": "directory"}]),
+            ),
+            _ => (
+                "environmentSyncOut",
+                json!([{"sourcePath": d.join("host-secret"),
+                "targetPath": host.path().join(format!("o{i}")), "kind": "file"}]),
+            ),
+        };
+        let v = w.sync(method, &lease, files).await;
+        if v.get("result").is_some() {
+            ok += 1;
+        } else {
+            refused += 1;
+        }
+        if i % 3 == 2 {
+            let got =
+                std::fs::read_to_string(host.path().join(format!("o{i}"))).unwrap_or_default();
+            if got == "OUTSIDE" {
+                leaked_out += 1;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    let escaped_in: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "host-secret")
+        .collect();
+    eprintln!(
+        "symlink race: {attempts} attempts ({ok} done, {refused} refused), {flips} flips, \
+         {} escapes in, {leaked_out} escapes out",
+        escaped_in.len()
+    );
+    assert!(flips > 100, "the attacker ran ({flips} flips)");
+    assert!(ok > 0 && refused > 0, "the race was contested: {ok} done, {refused} refused");
+    assert!(escaped_in.is_empty(), "syncIn wrote outside the lease: {escaped_in:?}");
+    assert_eq!(leaked_out, 0, "syncOut read outside the lease");
+    assert_eq!(std::fs::read_to_string(outside.path().join("host-secret")).unwrap(), "OUTSIDE");
 }
