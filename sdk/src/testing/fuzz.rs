@@ -7,25 +7,28 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use paperclip_sandbox_protocol::jsonrpc::{replace_lone_surrogate_escapes, ErrorObject};
 use paperclip_sandbox_protocol::methods::{
-    name, ExecuteParams, ExecuteResult, ProbeParams, ProbeResult, SyncParams, ValidateConfigParams,
-    ValidateConfigResult,
+    name, ExecuteParams, ExecuteResult, Method, OutputStream, ProbeParams, ProbeResult, SyncParams,
+    ValidateConfigParams, ValidateConfigResult,
 };
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
 use crate::context::Context;
 use crate::error::params_from_value;
-use crate::runtime::dispatch::Handler;
-use crate::Worker;
+use crate::runtime::serve::{serve, RuntimeConfig};
+use crate::runtime::shared::Handler;
 
 /// A handler with a few typed hooks that answer at once (no I/O).
 struct Typed;
 
-fn answer<T: serde::Serialize>(value: T) -> Result<Value, ErrorObject> {
-    serde_json::to_value(value).map_err(|e| ErrorObject::new(-32603, e.to_string()))
+fn answer<T: serde::Serialize>(value: T) -> Result<Box<RawValue>, ErrorObject> {
+    serde_json::value::to_raw_value(&value).map_err(|e| ErrorObject::new(-32603, e.to_string()))
 }
 
 #[async_trait]
@@ -41,35 +44,37 @@ impl Handler for Typed {
 
     async fn call(
         &self,
-        method: &str,
-        params: Option<Value>,
+        method: Method,
+        params: Option<&RawValue>,
         cx: Context,
-    ) -> Result<Value, ErrorObject> {
-        let params = params.unwrap_or(Value::Null);
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let params: Value = match params {
+            Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            None => Value::Null,
+        };
         match method {
-            name::ENVIRONMENT_VALIDATE_CONFIG => {
+            Method::EnvironmentValidateConfig => {
                 let _: ValidateConfigParams = params_from_value(params)?;
                 answer(ValidateConfigResult::valid())
             }
-            name::ENVIRONMENT_PROBE => {
+            Method::EnvironmentProbe => {
                 let _: ProbeParams = params_from_value(params)?;
                 answer(ProbeResult::new(true))
             }
-            name::ENVIRONMENT_EXECUTE => {
+            Method::EnvironmentExecute => {
                 let p: ExecuteParams = params_from_value(params)?;
-                cx.execute_log(
-                    paperclip_sandbox_protocol::methods::OutputStream::Stdout,
-                    &p.command,
-                );
+                cx.execute_log(OutputStream::Stdout, &p.command);
                 answer(ExecuteResult::exited(0).with_stdout(p.command))
             }
-            name::ENVIRONMENT_SYNC_IN => {
+            Method::EnvironmentSyncIn => {
                 let p: SyncParams = params_from_value(params)?;
-                Ok(Value::from(p.operations.len()))
+                answer(p.operations.len())
             }
-            _ => Ok(Value::Null),
+            _ => answer(Value::Null),
         }
     }
+
+    async fn notify(&self, _method: &str, _params: Option<Value>, _cx: Context) {}
 }
 
 /// Serves `input` as the whole of a worker's stdin and returns the lines it wrote, after
@@ -79,15 +84,17 @@ pub fn serve_bytes(input: &[u8]) -> Vec<String> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     rt.block_on(async {
         let (out_tx, mut out_rx) = tokio::io::duplex(1 << 16);
-        let worker = Worker::from_handler(Typed)
-            .frame_limit(64 * 1024)
-            .shutdown_grace(Duration::from_millis(200));
+        let config = RuntimeConfig {
+            frame_limit: 64 * 1024,
+            shutdown_grace: Duration::from_millis(200),
+            ..RuntimeConfig::default()
+        };
         let reader = async {
             let mut all = Vec::new();
             out_rx.read_to_end(&mut all).await.expect("read the output");
             all
         };
-        let serve = worker.serve(input, out_tx);
+        let serve = serve(Arc::new(Typed), config, input, out_tx);
         let (served, output) =
             tokio::time::timeout(Duration::from_secs(20), async { tokio::join!(serve, reader) })
                 .await
