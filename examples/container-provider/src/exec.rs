@@ -47,7 +47,7 @@ const WRAPPER: &str = "d=/tmp/.paperclip-exec; t=$1; shift; \
 /// Kills the groups whose tags are the arguments.
 const KILLER: &str = "d=/tmp/.paperclip-exec; for t; do \
     if [ -f \"$d/$t\" ]; then p=$(cat \"$d/$t\"); \
-    kill -KILL -- \"-$p\" 2>/dev/null || kill -KILL \"$p\" 2>/dev/null; rm -f \"$d/$t\"; fi; done; exit 0";
+    kill -KILL \"-$p\" 2>/dev/null || kill -KILL \"$p\" 2>/dev/null; rm -f \"$d/$t\"; fi; done; exit 0";
 
 /// Which output stream a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -353,7 +353,12 @@ async fn run_raw(
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => {
-                    if kill_by.is_some() { break; }
+                    // Some engines close the connection instead of ending the stream when the
+                    // command exits before reading all its stdin: a finished exec's output is
+                    // complete.
+                    if kill_by.is_some() || finished(engine, &exec.id).await {
+                        break;
+                    }
                     return Err(EngineError::from_bollard("read exec output", e));
                 }
             },
@@ -395,6 +400,12 @@ async fn kill(engine: &Engine, container: &str, user: &str, tag: Option<&str>) {
     if let Err(e) = kill_tags(engine, container, user, &[tag.to_owned()]).await {
         tracing::warn!(container, error = %e, "killing a command failed");
     }
+}
+
+/// True when the engine reports the exec no longer running.
+async fn finished(engine: &Engine, exec_id: &str) -> bool {
+    let info = engine.docker().inspect_exec(exec_id).await;
+    info.is_ok_and(|i| i.running == Some(false))
 }
 
 /// The exit code once the engine reports the exec finished (it may lag the stream's end).
