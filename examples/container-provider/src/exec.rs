@@ -58,6 +58,20 @@ pub enum Stream {
     Stderr,
 }
 
+/// Where a running command's output goes as it arrives.
+pub trait OutputSink: Send {
+    /// Takes one decoded chunk; awaiting it may wait for the host (backpressure).
+    fn chunk(&mut self, stream: Stream, text: String) -> impl Future<Output = ()> + Send;
+}
+
+/// An [`OutputSink`] that keeps nothing (the result still carries the output).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Discard;
+
+impl OutputSink for Discard {
+    async fn chunk(&mut self, _: Stream, _: String) {}
+}
+
 /// One command to run.
 #[derive(Debug, Clone, Default)]
 pub struct ExecSpec {
@@ -227,8 +241,8 @@ pub async fn kill_tags(
     argv.extend(tags.iter().cloned());
     let spec = ExecSpec { argv, user: user.to_owned(), ..ExecSpec::default() };
     // Boxed: run_raw may call back here (never with a tag of its own, so it never recurses).
-    let out = Box::pin(run_raw(engine, container, &spec, None, |_, _| {}, std::future::pending()))
-        .await?;
+    let out =
+        Box::pin(run_raw(engine, container, &spec, None, Discard, std::future::pending())).await?;
     tracing::debug!(container, killed = tags.len(), exit = ?out.exit_code, "killed process groups");
     Ok(())
 }
@@ -242,7 +256,7 @@ pub async fn run_simple(
     argv: Vec<String>,
 ) -> EngineResult<ExecOutcome> {
     let spec = ExecSpec { argv, user: user.to_owned(), ..ExecSpec::default() };
-    run_raw(engine, container, &spec, None, |_, _| {}, std::future::pending()).await
+    run_raw(engine, container, &spec, None, Discard, std::future::pending()).await
 }
 
 /// Runs `spec` in `container` (see the module docs); `on_chunk` receives output as it
@@ -252,7 +266,7 @@ pub async fn run(
     container: &str,
     spec: ExecSpec,
     active: &ActiveExecs,
-    on_chunk: impl FnMut(Stream, String),
+    on_chunk: impl OutputSink,
     cancel: impl Future<Output = ()>,
 ) -> EngineResult<ExecOutcome> {
     let tag = local_provider::random_hex(12);
@@ -271,7 +285,7 @@ async fn run_raw(
     container: &str,
     spec: &ExecSpec,
     tag: Option<&str>,
-    mut on_chunk: impl FnMut(Stream, String),
+    mut on_chunk: impl OutputSink,
     cancel: impl Future<Output = ()>,
 ) -> EngineResult<ExecOutcome> {
     let docker = engine.docker();
@@ -343,13 +357,15 @@ async fn run_raw(
         tokio::select! {
             item = output.next() => match item {
                 None => break,
+                // Awaiting the sink is the backpressure: while the host does not read, the
+                // output is not read either and the command blocks on its pipe.
                 Some(Ok(LogOutput::StdOut { message })) => {
                     let text = stdout.push(&message);
-                    if !text.is_empty() { on_chunk(Stream::Stdout, text); }
+                    if !text.is_empty() { on_chunk.chunk(Stream::Stdout, text).await; }
                 }
                 Some(Ok(LogOutput::StdErr { message })) => {
                     let text = stderr.push(&message);
-                    if !text.is_empty() { on_chunk(Stream::Stderr, text); }
+                    if !text.is_empty() { on_chunk.chunk(Stream::Stderr, text).await; }
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => {
@@ -382,7 +398,7 @@ async fn run_raw(
     for (c, s) in [(&mut stdout, Stream::Stdout), (&mut stderr, Stream::Stderr)] {
         let text = c.finish();
         if !text.is_empty() {
-            on_chunk(s, text);
+            on_chunk.chunk(s, text).await;
         }
     }
     if kill_by.is_none() {

@@ -103,6 +103,19 @@ impl ContainerProvider {
     }
 }
 
+/// Streams output as `execute.log`, waiting while the host's queue is full.
+struct LogSink<'a>(&'a Context);
+
+impl exec::OutputSink for LogSink<'_> {
+    async fn chunk(&mut self, stream: Stream, text: String) {
+        let stream = match stream {
+            Stream::Stdout => OutputStream::Stdout,
+            Stream::Stderr => OutputStream::Stderr,
+        };
+        self.0.send_execute_log(stream, &text).await;
+    }
+}
+
 fn lease_id(lease: &Lease) -> Result<&str, ProviderError> {
     lease
         .provider_lease_id
@@ -313,13 +326,7 @@ impl SandboxProvider for ContainerProvider {
         };
         self.remember(&id, &settings);
         let cancel = cx.cancellation().clone();
-        let sink = |stream: Stream, chunk: String| {
-            let stream = match stream {
-                Stream::Stdout => OutputStream::Stdout,
-                Stream::Stderr => OutputStream::Stderr,
-            };
-            cx.execute_log(stream, &chunk);
-        };
+        let sink = LogSink(&cx);
         let out =
             exec::run(
                 &engine,

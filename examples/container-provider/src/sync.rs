@@ -255,7 +255,7 @@ async fn post_upload(
         stdin: None,
         timeout: Some(timeout),
     };
-    let out = exec::run(engine, container, spec, active, |_, _| {}, std::future::pending())
+    let out = exec::run(engine, container, spec, active, exec::Discard, std::future::pending())
         .await
         .map_err(engine_error)?;
     if out.timed_out {

@@ -103,7 +103,8 @@ async fn a_container_removed_behind_the_providers_back_resumes_as_expired() {
     let Some(t) = target() else { return };
     let engine = t.engine().await;
     let mut w = Wire::start(&t, "company-behind").await;
-    let id = w.acquire_with(json!({"leasePolicy": "reuse_by_environment"})).await["providerLeaseId"]
+    let id = w.acquire_with(json!({"leasePolicy": "reuse_by_environment"})).await
+        ["providerLeaseId"]
         .as_str()
         .unwrap()
         .to_owned();
