@@ -135,7 +135,8 @@ fn container_engine() -> Option<(String, String)> {
 fn packaged_container_provider_runs_under_the_published_host_with_native_sync() {
     let Some((socket, image)) = container_engine() else { return };
     let worker = support::example_worker("container-provider");
-    let tmp = TempDir(std::env::temp_dir().join(format!("sc-real-host-ctr-{}", std::process::id())));
+    let tmp =
+        TempDir(std::env::temp_dir().join(format!("sc-real-host-ctr-{}", std::process::id())));
     let _ = std::fs::remove_dir_all(&tmp.0);
     let plugin = tmp.0.join("plugin");
     package(&worker, &plugin);
