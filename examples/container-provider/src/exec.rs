@@ -41,7 +41,7 @@ pub const EXEC_DIR: &str = "/tmp/.paperclip-exec";
 
 /// The wrapper: `$1` is the tag, the rest is the command's argv.
 const WRAPPER: &str = "d=/tmp/.paperclip-exec; t=$1; shift; \
-    mkdir -p \"$d\" 2>/dev/null && echo $$ >\"$d/$t\" 2>/dev/null; \
+    { [ -d \"$d\" ] || mkdir -p \"$d\"; } 2>/dev/null && echo $$ >\"$d/$t\" 2>/dev/null; \
     \"$@\"; rc=$?; rm -f \"$d/$t\"; exit $rc";
 
 /// Kills the groups whose tags are the arguments.
@@ -436,7 +436,7 @@ async fn exit_code(engine: &Engine, exec_id: &str) -> EngineResult<Option<i64>> 
         if info.running != Some(true) || Instant::now() >= until {
             return Ok(info.exit_code);
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
