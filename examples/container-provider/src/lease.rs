@@ -23,7 +23,7 @@
 //!   as a cleanup envelope with its `observedProviderLeaseId`, no container is an unresolved
 //!   envelope. With an observed id the container is removed once its labels match.
 //! * **Orphan sweep**: [`sweep`] removes the environment's containers of this provider whose
-//!   lease expired or whose main process died without a stop (never a stopped reusable lease).
+//!   lease expired or whose main process died (never one stopped on purpose).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -534,6 +534,11 @@ async fn destroy_failed_create(
 }
 
 /// Removes the environment's orphaned containers (see the module docs); the number removed.
+///
+/// An orphan is a container whose lease expired, or a non-reusable one whose main process died
+/// (a non-zero exit: killed, out of memory). A deliberate stop (release with
+/// `stop_and_retain`, `environmentStopLease`) ends the main process cleanly with status 0, so
+/// such a container is kept, reusable or not.
 pub async fn sweep(
     engine: &Engine,
     company: &str,
@@ -548,18 +553,21 @@ pub async fn sweep(
         .await?;
     let mut removed = 0;
     for c in list {
+        let Some(id) = c.id.as_deref() else { continue };
         let labels = c.labels.clone().unwrap_or_default();
-        let running = c.state.as_ref().map(|s| s.to_string()) == Some("running".to_owned());
         let reusable = labels.get(LABEL_REUSE).map(String::as_str) == Some("true");
-        let orphan = lease_expired(&labels)
-            || (!running
-                && !reusable
-                && c.state.as_ref().map(|s| s.to_string()) == Some("exited".to_owned()));
-        if let (true, Some(id)) = (orphan, c.id.as_deref()) {
-            if engine.remove(id).await? {
-                tracing::info!(container = %id, "orphaned container removed");
-                removed += 1;
-            }
+        let exited = c.state.as_ref().map(|s| s.to_string()).as_deref() == Some("exited");
+        let orphan = if lease_expired(&labels) {
+            true
+        } else if exited && !reusable {
+            let state = engine.inspect(id).await?.and_then(|c| c.state);
+            state.and_then(|s| s.exit_code).is_some_and(|code| code != 0)
+        } else {
+            false
+        };
+        if orphan && engine.remove(id).await? {
+            tracing::info!(container = %id, "orphaned container removed");
+            removed += 1;
         }
     }
     Ok(removed)

@@ -151,3 +151,52 @@ unsafe fn libc_kill(pid: i32) {
     // SAFETY: signalling a child process this test spawned.
     unsafe { kill(pid, 9) };
 }
+
+#[tokio::test]
+async fn an_expiry_is_enforced_by_the_engine_and_the_next_acquire_sweeps_dead_leases() {
+    let Some(t) = target() else { return };
+    let engine = t.engine().await;
+    let mut w = Wire::start(&t, "company-sweep").await;
+    // Expiry: the container's main process ends at requestedExpiresAt, so the engine stops it.
+    let soon =
+        local_provider::timeutil::format_rfc3339_ms(local_provider::timeutil::now_ms() + 2_000);
+    let lease = w.acquire_with(json!({"requestedExpiresAt": soon})).await;
+    let expiring = lease["providerLeaseId"].as_str().unwrap().to_owned();
+    assert_eq!(lease["expiresAt"], json!(soon), "{lease}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let c = engine.inspect(&expiring).await.unwrap().expect("still there until swept");
+        if !container_provider::engine::is_running(&c) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the expired lease still runs");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    // A non-reusable lease whose container died (SIGKILL) is an orphan too; one stopped on
+    // purpose (stop_and_retain) is kept.
+    let dead = w.acquire().await;
+    engine.docker().kill_container(&dead, None).await.unwrap();
+    let kept = w.acquire().await;
+    let p = w.params(json!({"providerLeaseId": kept, "resourceDisposition": "stop_and_retain"}));
+    assert_eq!(w.ok("environmentReleaseLease", p).await["state"], json!("stopped"));
+    // The next acquire in the environment sweeps both (in the background).
+    let fresh = w.acquire().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let mut left = containers_of(&engine, "company-sweep").await;
+        left.sort();
+        let mut want = vec![fresh.clone(), kept.clone()];
+        want.sort();
+        if left == want {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not swept: {left:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let p = w.params(json!({"providerLeaseId": expiring}));
+    let resumed = w.ok("environmentResumeLease", p).await;
+    assert_eq!(resumed["metadata"]["expired"], json!(true), "{resumed}");
+    w.destroy(&fresh).await;
+    w.destroy(&kept).await;
+    w.shutdown().await;
+}
