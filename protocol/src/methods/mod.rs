@@ -1,9 +1,10 @@
 //! Method names and the method registry, plus one module of params and result types per
 //! method family.
 //!
-//! The constants in [`name`] are the only place a method name is spelled. [`METHODS`] lists
-//! every host→worker method a worker must know (answering `-32004` when it has no hook, and
-//! `-32601` only for names outside this list), with the profile it appeared in.
+//! Every method is one row of the method table ([`table`]); the name constants ([`name`]), the
+//! marker types, [`Method`], [`METHODS`] (every host→worker method a worker must know,
+//! answering `-32004` when it has no hook, and `-32601` only for names outside it) and
+//! [`HOOKS`] are generated from it.
 
 pub mod execute;
 pub mod handshake;
@@ -11,6 +12,7 @@ pub mod host;
 pub mod lease;
 pub mod setup;
 pub mod sync;
+pub mod table;
 pub mod workspace;
 
 pub use self::{execute::*, handshake::*, host::*, lease::*, setup::*, sync::*, workspace::*};
@@ -46,6 +48,8 @@ pub enum Direction {
 pub trait RpcMethod {
     /// The wire name (one of [`name`]).
     const NAME: &'static str;
+    /// The [`Method`] of a host→worker request; `None` for a worker→host one.
+    const METHOD: Option<Method>;
     /// Who sends the request.
     const DIRECTION: Direction;
     /// The params type.
@@ -72,176 +76,7 @@ pub trait MethodVisitor {
     fn notification<N: RpcNotification>(&mut self);
 }
 
-macro_rules! rpc_methods {
-    (
-        methods { $( $(#[$m:meta])* $marker:ident = $dir:ident $name:path, $params:ty => $result:ty; )+ }
-        notifications { $( $(#[$nm:meta])* $nmarker:ident = $ndir:ident $nname:path, $nparams:ty; )+ }
-    ) => {
-        $(
-            $(#[$m])*
-            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-            pub struct $marker;
-
-            impl RpcMethod for $marker {
-                const NAME: &'static str = $name;
-                const DIRECTION: Direction = Direction::$dir;
-                type Params = $params;
-                type Result = $result;
-            }
-        )+
-        $(
-            $(#[$nm])*
-            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-            pub struct $nmarker;
-
-            impl RpcNotification for $nmarker {
-                const NAME: &'static str = $nname;
-                const DIRECTION: Direction = Direction::$ndir;
-                type Params = $nparams;
-            }
-        )+
-
-        /// Calls the visitor for every request method (in this order: handshake,
-        /// `environment*` hooks, worker→host requests) and every notification.
-        pub fn visit_methods<V: MethodVisitor>(visitor: &mut V) {
-            $( visitor.method::<$marker>(); )+
-            $( visitor.notification::<$nmarker>(); )+
-        }
-    };
-}
-
-rpc_methods! {
-    methods {
-        /// `initialize`.
-        Initialize = HostToWorker name::INITIALIZE, InitializeParams => InitializeResult;
-        /// `health`.
-        Health = HostToWorker name::HEALTH, HealthParams => HealthResult;
-        /// `shutdown` (void).
-        Shutdown = HostToWorker name::SHUTDOWN, ShutdownParams => ();
-        /// `configChanged` (void).
-        ConfigChanged = HostToWorker name::CONFIG_CHANGED, ConfigChangedParams => ();
-        /// `environmentValidateConfig`.
-        EnvironmentValidateConfig = HostToWorker name::ENVIRONMENT_VALIDATE_CONFIG,
-            ValidateConfigParams => ValidateConfigResult;
-        /// `environmentProbe`.
-        EnvironmentProbe = HostToWorker name::ENVIRONMENT_PROBE, ProbeParams => ProbeResult;
-        /// `environmentAcquireLease`.
-        EnvironmentAcquireLease = HostToWorker name::ENVIRONMENT_ACQUIRE_LEASE,
-            AcquireLeaseParams => AcquireLeaseResult;
-        /// `environmentResumeLease`.
-        EnvironmentResumeLease = HostToWorker name::ENVIRONMENT_RESUME_LEASE,
-            ResumeLeaseParams => ResumeLeaseResult;
-        /// `environmentReleaseLease`.
-        EnvironmentReleaseLease = HostToWorker name::ENVIRONMENT_RELEASE_LEASE,
-            ReleaseLeaseParams => ReleaseLeaseResult;
-        /// `environmentDestroyLease`.
-        EnvironmentDestroyLease = HostToWorker name::ENVIRONMENT_DESTROY_LEASE,
-            DestroyLeaseParams => DestroyLeaseResult;
-        /// `environmentStopLease` (`paperclip-2026-11`).
-        EnvironmentStopLease = HostToWorker name::ENVIRONMENT_STOP_LEASE,
-            StopLeaseParams => StopLeaseResult;
-        /// `environmentRealizeWorkspace`.
-        EnvironmentRealizeWorkspace = HostToWorker name::ENVIRONMENT_REALIZE_WORKSPACE,
-            RealizeWorkspaceParams => RealizeWorkspaceResult;
-        /// `environmentExecute`.
-        EnvironmentExecute = HostToWorker name::ENVIRONMENT_EXECUTE, ExecuteParams => ExecuteResult;
-        /// `environmentRunnerIngressEndpoint`.
-        EnvironmentRunnerIngressEndpoint = HostToWorker name::ENVIRONMENT_RUNNER_INGRESS_ENDPOINT,
-            RunnerIngressEndpointParams => RunnerIngressEndpointResult;
-        /// `environmentSyncIn`.
-        EnvironmentSyncIn = HostToWorker name::ENVIRONMENT_SYNC_IN, SyncInParams => SyncResult;
-        /// `environmentSyncOut`.
-        EnvironmentSyncOut = HostToWorker name::ENVIRONMENT_SYNC_OUT, SyncOutParams => SyncResult;
-        /// `environmentStartInteractiveSetup`.
-        EnvironmentStartInteractiveSetup = HostToWorker name::ENVIRONMENT_START_INTERACTIVE_SETUP,
-            StartInteractiveSetupParams => StartInteractiveSetupResult;
-        /// `environmentGetInteractiveSetup`.
-        EnvironmentGetInteractiveSetup = HostToWorker name::ENVIRONMENT_GET_INTERACTIVE_SETUP,
-            GetInteractiveSetupParams => GetInteractiveSetupResult;
-        /// `environmentCaptureTemplate`.
-        EnvironmentCaptureTemplate = HostToWorker name::ENVIRONMENT_CAPTURE_TEMPLATE,
-            CaptureTemplateParams => CaptureTemplateResult;
-        /// `environmentCancelInteractiveSetup`.
-        EnvironmentCancelInteractiveSetup = HostToWorker name::ENVIRONMENT_CANCEL_INTERACTIVE_SETUP,
-            CancelInteractiveSetupParams => CancelInteractiveSetupResult;
-        /// `environmentDeleteTemplate`.
-        EnvironmentDeleteTemplate = HostToWorker name::ENVIRONMENT_DELETE_TEMPLATE,
-            DeleteTemplateParams => DeleteTemplateResult;
-        /// Worker→host `log` as a request (void); also a notification.
-        Log = WorkerToHost name::LOG, LogParams => ();
-        /// Worker→host `config.get`: the company's plugin config.
-        ConfigGet = WorkerToHost name::CONFIG_GET, ConfigGetParams => JsonObject;
-    }
-    notifications {
-        /// Worker→host `execute.log`.
-        ExecuteLog = WorkerToHost name::EXECUTE_LOG, ExecuteLogParams;
-        /// Worker→host `log` as a notification.
-        LogNotification = WorkerToHost name::LOG, LogParams;
-    }
-}
-
-/// Method-name constants, host→worker and worker→host.
-pub mod name {
-    /// Handshake: the first request the host sends.
-    pub const INITIALIZE: &str = "initialize";
-    /// Liveness query (never called by HOST-2026-09).
-    pub const HEALTH: &str = "health";
-    /// Graceful stop: answer, then exit.
-    pub const SHUTDOWN: &str = "shutdown";
-    /// Per-company config replay after initialize.
-    pub const CONFIG_CHANGED: &str = "configChanged";
-    /// Plugin-level config validation (not an environment hook).
-    pub const VALIDATE_CONFIG: &str = "validateConfig";
-    /// Host→worker event notification.
-    pub const ON_EVENT: &str = "onEvent";
-    /// Host→worker agent session event notification.
-    pub const AGENTS_SESSIONS_EVENT: &str = "agents.sessions.event";
-
-    /// Validate and normalize an environment config.
-    pub const ENVIRONMENT_VALIDATE_CONFIG: &str = "environmentValidateConfig";
-    /// Probe the provider.
-    pub const ENVIRONMENT_PROBE: &str = "environmentProbe";
-    /// Acquire a fresh lease.
-    pub const ENVIRONMENT_ACQUIRE_LEASE: &str = "environmentAcquireLease";
-    /// Resume a retained lease.
-    pub const ENVIRONMENT_RESUME_LEASE: &str = "environmentResumeLease";
-    /// Release a lease.
-    pub const ENVIRONMENT_RELEASE_LEASE: &str = "environmentReleaseLease";
-    /// Destroy a lease (idempotent).
-    pub const ENVIRONMENT_DESTROY_LEASE: &str = "environmentDestroyLease";
-    /// Stop a lease and keep its files (paperclip-2026-11, D6).
-    pub const ENVIRONMENT_STOP_LEASE: &str = "environmentStopLease";
-    /// Realize the workspace inside a lease.
-    pub const ENVIRONMENT_REALIZE_WORKSPACE: &str = "environmentRealizeWorkspace";
-    /// Run a command inside a lease.
-    pub const ENVIRONMENT_EXECUTE: &str = "environmentExecute";
-    /// Resolve the runner WebSocket ingress endpoint.
-    pub const ENVIRONMENT_RUNNER_INGRESS_ENDPOINT: &str = "environmentRunnerIngressEndpoint";
-    /// Native file transfer into the sandbox.
-    pub const ENVIRONMENT_SYNC_IN: &str = "environmentSyncIn";
-    /// Native file transfer out of the sandbox.
-    pub const ENVIRONMENT_SYNC_OUT: &str = "environmentSyncOut";
-    /// Start an interactive setup session.
-    pub const ENVIRONMENT_START_INTERACTIVE_SETUP: &str = "environmentStartInteractiveSetup";
-    /// Read an interactive setup session.
-    pub const ENVIRONMENT_GET_INTERACTIVE_SETUP: &str = "environmentGetInteractiveSetup";
-    /// Capture a template from a setup session.
-    pub const ENVIRONMENT_CAPTURE_TEMPLATE: &str = "environmentCaptureTemplate";
-    /// Cancel an interactive setup session.
-    pub const ENVIRONMENT_CANCEL_INTERACTIVE_SETUP: &str = "environmentCancelInteractiveSetup";
-    /// Delete a template.
-    pub const ENVIRONMENT_DELETE_TEMPLATE: &str = "environmentDeleteTemplate";
-
-    /// Open a duplex command channel (extension `duplexCommandStream`).
-    pub const DUPLEX_CHANNEL_OPEN: &str = "duplexChannelOpen";
-
-    /// Worker→host: a log line (notification or request).
-    pub const LOG: &str = "log";
-    /// Worker→host: incremental output of the active `environmentExecute`.
-    pub const EXECUTE_LOG: &str = "execute.log";
-    /// Worker→host: read the company's plugin config.
-    pub const CONFIG_GET: &str = "config.get";
-}
+crate::method_table! { items }
 
 /// What kind of host→worker method an entry of [`METHODS`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -256,85 +91,77 @@ pub enum MethodFamily {
     OtherPlugin,
 }
 
-/// One host→worker method a worker knows.
+/// What upstream Paperclip knows of a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Upstream {
+    /// In the published SDK's dispatch table (`@paperclipai/plugin-sdk`, September 2026).
+    Published,
+    /// In the newest upstream sources, with its schema, but not yet published.
+    Newest,
+    /// Named by upstream (the November GitHub tests) without a published schema: negotiated
+    /// through `supportedMethods`, always `-32004` here.
+    SchemaUnknown,
+}
+
+/// One host→worker method a worker knows: a row of the method table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MethodInfo {
+    /// The method.
+    pub method: Method,
     /// The wire name.
     pub name: &'static str,
     /// Its family.
     pub family: MethodFamily,
     /// The oldest profile whose host sends it.
     pub since: HostProfile,
-    /// True for the methods of the November GitHub tests whose schemas are not published
-    /// (protocol.md D.14): negotiated through `supportedMethods`, always `-32004` here.
-    pub schema_unknown: bool,
+    /// What upstream knows of it.
+    pub upstream: Upstream,
+    /// The provider hook serving it (its Rust name), if a provider can implement it.
+    pub hook: Option<&'static str>,
 }
 
-const fn m(
-    name: &'static str,
-    family: MethodFamily,
-    since: HostProfile,
-    schema_unknown: bool,
-) -> MethodInfo {
-    MethodInfo { name, family, since, schema_unknown }
+impl MethodInfo {
+    /// True for the methods whose schemas are not published ([`Upstream::SchemaUnknown`]).
+    pub fn schema_unknown(&self) -> bool {
+        self.upstream == Upstream::SchemaUnknown
+    }
 }
 
-use HostProfile::{Paperclip2026_09 as P09, Paperclip2026_11 as P11};
-use MethodFamily::{Environment as Env, Handshake as Hs, OtherPlugin as Other};
+/// One hook of a provider: a row of the method table with a hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HookInfo {
+    /// The hook's Rust name.
+    pub hook: &'static str,
+    /// The request it serves; `None` for a notification hook (`on_event`), which is not
+    /// advertised.
+    pub method: Option<Method>,
+}
 
-/// Every host→worker request method a worker knows: the published SDK's dispatch table, the
-/// November `environmentStopLease`, and the November methods of protocol.md D.14.
-pub const METHODS: &[MethodInfo] = &[
-    m(name::INITIALIZE, Hs, P09, false),
-    m(name::HEALTH, Hs, P09, false),
-    m(name::SHUTDOWN, Hs, P09, false),
-    m(name::CONFIG_CHANGED, Hs, P09, false),
-    m(name::VALIDATE_CONFIG, Other, P09, false),
-    m(name::ON_EVENT, Other, P09, false),
-    m("runJob", Other, P09, false),
-    m("handleWebhook", Other, P09, false),
-    m("handleApiRequest", Other, P09, false),
-    m("getData", Other, P09, false),
-    m("performAction", Other, P09, false),
-    m("executeTool", Other, P09, false),
-    m("detectExternalObjects", Other, P09, false),
-    m("resolveExternalObject", Other, P09, false),
-    m("refreshExternalObjects", Other, P09, false),
-    m(name::ENVIRONMENT_VALIDATE_CONFIG, Env, P09, false),
-    m(name::ENVIRONMENT_PROBE, Env, P09, false),
-    m(name::ENVIRONMENT_ACQUIRE_LEASE, Env, P09, false),
-    m(name::ENVIRONMENT_RESUME_LEASE, Env, P09, false),
-    m(name::ENVIRONMENT_RELEASE_LEASE, Env, P09, false),
-    m(name::ENVIRONMENT_DESTROY_LEASE, Env, P09, false),
-    m(name::ENVIRONMENT_REALIZE_WORKSPACE, Env, P09, false),
-    m(name::ENVIRONMENT_EXECUTE, Env, P09, false),
-    m(name::ENVIRONMENT_RUNNER_INGRESS_ENDPOINT, Env, P09, false),
-    m(name::ENVIRONMENT_SYNC_IN, Env, P09, false),
-    m(name::ENVIRONMENT_SYNC_OUT, Env, P09, false),
-    m(name::ENVIRONMENT_START_INTERACTIVE_SETUP, Env, P09, false),
-    m(name::ENVIRONMENT_GET_INTERACTIVE_SETUP, Env, P09, false),
-    m(name::ENVIRONMENT_CAPTURE_TEMPLATE, Env, P09, false),
-    m(name::ENVIRONMENT_CANCEL_INTERACTIVE_SETUP, Env, P09, false),
-    m(name::ENVIRONMENT_DELETE_TEMPLATE, Env, P09, false),
-    m("loginPtyOpen", Other, P09, false),
-    m("loginPtyInput", Other, P09, false),
-    m("loginPtyStop", Other, P09, false),
-    m("loginPtyClose", Other, P09, false),
-    m(name::DUPLEX_CHANNEL_OPEN, Other, P09, false),
-    m("duplexChannelWrite", Other, P09, false),
-    m("duplexChannelStop", Other, P09, false),
-    m("duplexChannelClose", Other, P09, false),
-    m(name::ENVIRONMENT_STOP_LEASE, Env, P11, false),
-    m("environmentRunnerRecoveryExecute", Env, P11, true),
-    m("environmentRunnerRecovery", Env, P11, true),
-    m("environmentRunProcessControl", Env, P11, true),
-    m("environmentProcessHandoff", Env, P11, true),
-    m("environmentDeleteTaskWorkspaceData", Env, P11, true),
-    m("environmentDeleteServiceData", Env, P11, true),
-    m("environmentGetServiceConnection", Env, P11, true),
-    m("environmentAcquireServiceLease", Env, P11, true),
-    m("environmentService", Env, P11, true),
-];
+impl Method {
+    /// Every method, in table order.
+    pub fn all() -> impl Iterator<Item = Method> {
+        METHODS.iter().map(|m| m.method)
+    }
+
+    /// The method of a wire name, if a worker knows it.
+    pub fn from_name(name: &str) -> Option<Method> {
+        lookup(name).map(|m| m.method)
+    }
+
+    /// Its row of the table.
+    pub fn info(self) -> &'static MethodInfo {
+        &METHODS[self as usize]
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The registry entry of a method name, if the worker knows it.
 pub fn lookup(method: &str) -> Option<&'static MethodInfo> {
@@ -375,7 +202,7 @@ mod tests {
         assert_eq!(c.0.len(), 23);
         let env = METHODS
             .iter()
-            .filter(|m| m.family == MethodFamily::Environment && !m.schema_unknown)
+            .filter(|m| m.family == MethodFamily::Environment && !m.schema_unknown())
             .count();
         assert_eq!(c.0.iter().filter(|n| n.starts_with("environment")).count(), env);
     }
@@ -397,5 +224,34 @@ mod tests {
             lookup(name::ENVIRONMENT_STOP_LEASE).unwrap().since,
             HostProfile::Paperclip2026_11
         );
+    }
+
+    #[test]
+    fn method_enum_names_and_rows_agree() {
+        for (i, info) in METHODS.iter().enumerate() {
+            assert_eq!(info.method as usize, i, "{}", info.name);
+            assert_eq!(info.method.as_str(), info.name);
+            assert_eq!(Method::from_name(info.name), Some(info.method));
+            assert_eq!(info.method.info(), info);
+        }
+        assert_eq!(Method::OnEventRequest.as_str(), name::ON_EVENT);
+        assert_eq!(<EnvironmentExecute as RpcMethod>::METHOD, Some(Method::EnvironmentExecute));
+        assert_eq!(<ConfigGet as RpcMethod>::METHOD, None);
+        assert_eq!(Method::from_name("environmentFrobnicate"), None);
+    }
+
+    #[test]
+    fn hooks_are_the_hooked_rows_plus_on_event() {
+        let hooked: Vec<_> = METHODS.iter().filter_map(|m| m.hook).collect();
+        let requests: Vec<_> =
+            HOOKS.iter().filter(|h| h.method.is_some()).map(|h| h.hook).collect();
+        assert_eq!(hooked, requests);
+        assert_eq!(
+            HOOKS.iter().filter(|h| h.method.is_none()).map(|h| h.hook).collect::<Vec<_>>(),
+            ["on_event"]
+        );
+        assert_eq!(Method::EnvironmentSyncIn.info().hook, Some("sync_in"));
+        assert_eq!(Method::DuplexChannelOpen.info().hook, None);
+        assert_eq!(Method::EnvironmentService.info().upstream, Upstream::SchemaUnknown);
     }
 }

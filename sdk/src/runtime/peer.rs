@@ -30,7 +30,7 @@ type Pending = oneshot::Sender<Result<Value, ErrorObject>>;
 
 /// The worker's side of worker→host calls.
 #[derive(Debug)]
-pub struct Peer {
+pub(crate) struct Peer {
     sink: FrameSink,
     next_id: AtomicU64,
     pending: Mutex<HashMap<u64, Pending>>,
@@ -40,7 +40,7 @@ pub struct Peer {
 
 impl Peer {
     /// A peer writing through `sink`, with the given per-call timeout.
-    pub fn new(sink: FrameSink, timeout: Duration) -> Self {
+    pub(crate) fn new(sink: FrameSink, timeout: Duration) -> Self {
         Peer {
             sink,
             next_id: AtomicU64::new(1),
@@ -68,7 +68,7 @@ impl Peer {
 
     /// Calls `method` on the host and waits for its answer, at most the peer's timeout
     /// (`-32003` after it; `-32000` when the worker stops first).
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         method: &str,
         params: Option<Value>,
@@ -109,7 +109,12 @@ impl Peer {
     }
 
     /// Sends a notification to the host (fire and forget).
-    pub fn notify(&self, method: &str, params: Option<Value>, invocation_id: Option<String>) {
+    pub(crate) fn notify(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        invocation_id: Option<String>,
+    ) {
         let note =
             Notification { method: method.to_owned(), params, invocation: None, invocation_id };
         // A notification may be lost; it must not grow the queue without bound while the
@@ -121,7 +126,7 @@ impl Peer {
 
     /// Routes a response from the host to the call waiting for it. Responses with an unknown
     /// or non-numeric id are logged and dropped.
-    pub fn route(&self, response: Response) {
+    pub(crate) fn route(&self, response: Response) {
         let waiter = match &response.id {
             Some(Id::Number(n)) => n.as_u64().and_then(|n| self.lock().remove(&n)),
             _ => None,
@@ -137,16 +142,17 @@ impl Peer {
         let _ = waiter.send(answer);
     }
 
-    /// Fails every call still waiting, and every later one, with `-32000` (the worker is
-    /// stopping: no answer can arrive any more).
-    pub fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        self.lock().clear();
+    /// How many calls are waiting for an answer.
+    #[cfg(test)]
+    pub(crate) fn pending(&self) -> usize {
+        self.lock().len()
     }
 
-    /// How many calls are waiting for an answer.
-    pub fn pending(&self) -> usize {
-        self.lock().len()
+    /// Fails every call still waiting, and every later one, with `-32000` (the worker is
+    /// stopping: no answer can arrive any more).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.lock().clear();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Pending>> {
