@@ -34,6 +34,29 @@ pub const LABEL_EXPIRES_AT: &str = "paperclip-expires-at";
 /// Timeout of one engine request's answer (not of a streamed body).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Attempts of a read (inspect, list) that failed in transport: a busy engine may drop a
+/// connection; a read is safe to repeat.
+const READ_ATTEMPTS: u32 = 3;
+
+/// Repeats `read` after a transport failure (no HTTP status), with a short backoff.
+async fn retry_read<T, F, Fut>(mut read: F) -> EngineResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = EngineResult<T>>,
+{
+    let mut attempt = 1;
+    loop {
+        match read().await {
+            Err(e) if e.status.is_none() && attempt < READ_ATTEMPTS => {
+                tracing::debug!(error = %e, attempt, "engine read failed in transport; retrying");
+                tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// A failed engine call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineError {
@@ -179,6 +202,10 @@ impl Engine {
 
     /// True when `image` is present in the engine.
     pub async fn image_present(&self, image: &str) -> EngineResult<bool> {
+        retry_read(|| self.image_present_once(image)).await
+    }
+
+    async fn image_present_once(&self, image: &str) -> EngineResult<bool> {
         match self.docker.inspect_image(image).await {
             Ok(_) => Ok(true),
             Err(e) => {
@@ -241,6 +268,10 @@ impl Engine {
 
     /// `GET /containers/{id}/json`; missing is `None`.
     pub async fn inspect(&self, id: &str) -> EngineResult<Option<ContainerInspectResponse>> {
+        retry_read(|| self.inspect_once(id)).await
+    }
+
+    async fn inspect_once(&self, id: &str) -> EngineResult<Option<ContainerInspectResponse>> {
         match self.docker.inspect_container(id, None).await {
             Ok(c) => Ok(Some(c)),
             Err(e) => match EngineError::from_bollard("inspect container", e) {
@@ -257,11 +288,15 @@ impl Engine {
     ) -> EngineResult<Vec<ContainerSummary>> {
         let filter: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let filters = HashMap::from([("label".to_owned(), filter)]);
-        let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
-        self.docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|e| EngineError::from_bollard("list containers", e))
+        retry_read(|| async {
+            let options =
+                ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+            self.docker
+                .list_containers(Some(options))
+                .await
+                .map_err(|e| EngineError::from_bollard("list containers", e))
+        })
+        .await
     }
 }
 

@@ -138,7 +138,7 @@ fn diagnostic(severity: DiagnosticSeverity, code: &str, message: impl Into<Strin
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for ContainerProvider {
-    async fn shutdown(&self, _cx: Context) -> HookResult<()> {
+    async fn shutdown(&self, _params: ShutdownParams, _cx: Context) -> HookResult<()> {
         let containers = self.active.containers();
         let hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut killed = 0;
