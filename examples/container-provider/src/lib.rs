@@ -97,6 +97,10 @@ impl ContainerProvider {
         Ok((engine, settings))
     }
 
+    fn forget(&self, container: &str) {
+        self.hosts.lock().unwrap_or_else(|p| p.into_inner()).remove(container);
+    }
+
     fn remember(&self, container: &str, settings: &Settings) {
         let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
         hosts.insert(container.to_owned(), (settings.docker_host.clone(), settings.user()));
@@ -271,7 +275,11 @@ impl SandboxProvider for ContainerProvider {
         _cx: Context,
     ) -> HookResult<DestroyLeaseResult> {
         let (engine, settings) = self.connect(&params.base.config).await?;
-        lease::destroy(&engine, &settings, &params).await
+        let receipt = lease::destroy(&engine, &settings, &params).await?;
+        if let Some(id) = params.provider_lease_id.as_deref() {
+            self.forget(id);
+        }
+        Ok(receipt)
     }
 
     async fn stop_lease(
@@ -338,7 +346,7 @@ impl SandboxProvider for ContainerProvider {
             )
             .await
             .map_err(|e| {
-                if e.is_not_found() {
+                if e.is_not_found() || e.status == Some(409) {
                     ProviderError::worker("The lease container does not exist or is not running")
                 } else {
                     ProviderError::worker(format!("Running the command failed: {e}"))
