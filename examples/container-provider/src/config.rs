@@ -3,7 +3,7 @@
 //! | Key | Type | Default |
 //! |---|---|---|
 //! | `image` | image reference | env `PAPERCLIP_CONTAINER_IMAGE`, else [`DEFAULT_IMAGE`] |
-//! | `dockerHost` | `unix://…`, `tcp://…` or `http://…` engine address | env `DOCKER_HOST`, else `unix:///var/run/docker.sock` |
+//! | `dockerHost` | `unix://…`, `tcp://…` or `http://…` engine address | env `DOCKER_HOST`, else the first of [`STANDARD_SOCKETS`] (then rootless podman's) that exists |
 //! | `user` | `uid:gid` the lease's commands run as (never `0`) | `1000:1000` |
 //! | `workspace` | absolute directory inside the container (`metadata.remoteCwd`) | `/workspace` |
 //! | `home` | absolute home directory inside the container | `/home/sandbox` |
@@ -30,8 +30,27 @@ pub const DEFAULT_IMAGE: &str = "paperclip-sandbox-base:latest";
 pub const IMAGE_ENV: &str = "PAPERCLIP_CONTAINER_IMAGE";
 /// The environment variable naming the default engine address.
 pub const DOCKER_HOST_ENV: &str = "DOCKER_HOST";
-/// The engine address used when neither the config nor `DOCKER_HOST` names one.
+/// The engine address used when neither the config nor `DOCKER_HOST` names one and no
+/// standard socket exists.
 pub const DEFAULT_DOCKER_HOST: &str = "unix:///var/run/docker.sock";
+
+/// The engines' standard sockets, tried in order when neither the config nor `DOCKER_HOST`
+/// names an engine: Docker's, rootful podman's; then rootless podman's under
+/// `$XDG_RUNTIME_DIR`.
+pub const STANDARD_SOCKETS: &[&str] = &["/var/run/docker.sock", "/run/podman/podman.sock"];
+
+fn standard_socket() -> String {
+    let rootless = std::env::var("XDG_RUNTIME_DIR")
+        .ok()
+        .filter(|d| d.starts_with('/'))
+        .map(|d| format!("{d}/podman/podman.sock"));
+    STANDARD_SOCKETS
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(rootless)
+        .find(|p| std::path::Path::new(p).exists())
+        .map_or_else(|| DEFAULT_DOCKER_HOST.to_owned(), |p| format!("unix://{p}"))
+}
 
 /// Where and how the provider runs containers.
 //
@@ -48,7 +67,7 @@ pub struct ContainerConfig {
     /// Engine address.
     #[schemars(
         title = "Engine address",
-        description = "Docker Engine API address: unix:///path, tcp://host:port or http://host:port (default: $DOCKER_HOST, else unix:///var/run/docker.sock)."
+        description = "Docker Engine API address: unix:///path, tcp://host:port or http://host:port (default: $DOCKER_HOST, else the first standard Docker or podman socket that exists)."
     )]
     pub docker_host: Option<String>,
     /// `uid:gid` of the lease's commands.
@@ -219,8 +238,7 @@ impl Settings {
             .and_then(|(u, g)| Some((u.parse().ok()?, g.parse().ok()?)))
             .unwrap_or((1000, 1000));
         let image = image.or_else(|| env(IMAGE_ENV)).unwrap_or_else(|| DEFAULT_IMAGE.to_owned());
-        let docker_host =
-            host.or_else(|| env(DOCKER_HOST_ENV)).unwrap_or_else(|| DEFAULT_DOCKER_HOST.to_owned());
+        let docker_host = host.or_else(|| env(DOCKER_HOST_ENV)).unwrap_or_else(standard_socket);
         Ok(Settings {
             image,
             docker_host,
