@@ -130,7 +130,7 @@ pub async fn typed<T, R, F, Fut>(
 ) -> Result<Box<RawValue>, ErrorObject>
 where
     T: DeserializeOwned,
-    R: Serialize,
+    R: Serialize + 'static,
     F: FnOnce(T) -> Fut,
     Fut: Future<Output = HookResult<R>>,
 {
@@ -142,15 +142,30 @@ where
         // the reader's position, or success where only the text reader fails (a duplicate key).
         Err(_) => {
             let value = params.map_or_else(|| json!({}), raw_to_value);
-            serde_json::from_value(value).map_err(ErrorObject::invalid_params)?
+            crate::error::params_from_value(value)?
         }
     };
     let result = hook(params).await.map_err(|e| e.to_error_object(name))?;
-    serde_json::value::to_raw_value(&result).map_err(|e| {
+    encode_result(&result).map_err(|e| {
         tracing::error!(method = name, error = %e, "hook result does not serialize");
         ProviderError::internal(format!("{name} returned a result that does not serialize"))
             .to_error_object(name)
     })
+}
+
+/// A hook result as JSON text. An `environmentExecute` result, which may carry megabytes of
+/// output, goes through [`ExecuteResult::write_json`] (the same bytes, escaped a word at a
+/// time); everything else through `serde_json`.
+fn encode_result<T: Serialize + 'static>(result: &T) -> serde_json::Result<Box<RawValue>> {
+    let Some(execute) = (result as &dyn std::any::Any).downcast_ref::<ExecuteResult>() else {
+        return serde_json::value::to_raw_value(result);
+    };
+    let mut out = Vec::new();
+    execute.write_json(&mut out)?;
+    // SAFETY: `write_json` writes one JSON object without surrounding whitespace (its output
+    // equals serde_json's, tested in the protocol crate), so the bytes are UTF-8 and a single
+    // well-formed JSON value.
+    Ok(unsafe { RawValue::from_string_unchecked(String::from_utf8_unchecked(out)) })
 }
 
 /// Adapts a [`SandboxProvider`] to the runtime's [`Handler`].
@@ -179,6 +194,17 @@ impl<P: SandboxProvider> Handler for ProviderHandler<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn results_encode_as_serde_json_does() {
+        let execute = ExecuteResult::exited(3)
+            .with_stdout("line \"one\"\n\u{1}é".repeat(100))
+            .with_stderr("warn\t");
+        let raw = encode_result(&execute).unwrap();
+        assert_eq!(raw.get(), serde_json::to_string(&execute).unwrap());
+        let lease = serde_json::json!({"providerLeaseId": "x\n", "metadata": {}});
+        assert_eq!(encode_result(&lease).unwrap().get(), lease.to_string());
+    }
 
     /// A provider writing every hook: what `#[provider]` generates for it must be the SDK's
     /// hook table, which must cover every environment method of the registry whose schema is
