@@ -250,7 +250,13 @@ impl LocalProvider {
     /// `environmentStopLease`: end the lease's commands, keep its files.
     pub async fn stop(&self, params: &StopLeaseParams) -> Result<TerminationReceipt> {
         let store = store(&params.base.config, &self.groups)?;
-        let id = params.provider_lease_id.clone();
+        // Stop takes the release params, whose lease id may be null: nothing to stop then,
+        // and no receipt can name it.
+        let id = params
+            .lease_id()
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| LocalError::invalid("providerLeaseId is required to stop a lease"))?
+            .to_owned();
         blocking(move || store.stop(&id)).await.map(to_wire_receipt)
     }
 

@@ -5,15 +5,23 @@
 //! every host→worker method a worker must know (answering `-32004` when it has no hook, and
 //! `-32601` only for names outside this list), with the profile it appeared in.
 
+pub mod ai_route;
 pub mod execute;
 pub mod handshake;
 pub mod host;
+pub mod idle;
 pub mod lease;
+pub mod services;
 pub mod setup;
+pub mod stream;
 pub mod sync;
+pub mod task;
 pub mod workspace;
 
-pub use self::{execute::*, handshake::*, host::*, lease::*, setup::*, sync::*, workspace::*};
+pub use self::{
+    ai_route::*, execute::*, handshake::*, host::*, idle::*, lease::*, services::*, setup::*,
+    stream::*, sync::*, task::*, workspace::*,
+};
 
 use std::fmt;
 
@@ -167,16 +175,72 @@ rpc_methods! {
         /// `environmentDeleteTemplate`.
         EnvironmentDeleteTemplate = HostToWorker name::ENVIRONMENT_DELETE_TEMPLATE,
             DeleteTemplateParams => DeleteTemplateResult;
+        /// `prepareIdleSleep` (`paperclip-2026-11`).
+        PrepareIdleSleep = HostToWorker name::PREPARE_IDLE_SLEEP,
+            PrepareIdleSleepParams => PrepareIdleSleepResult;
+        /// `releaseIdleSleep` (void; also a notification).
+        ReleaseIdleSleep = HostToWorker name::RELEASE_IDLE_SLEEP, ReleaseIdleSleepParams => ();
+        /// `environmentTask` (`paperclip-2026-11`).
+        EnvironmentTask = HostToWorker name::ENVIRONMENT_TASK, EnvironmentTaskParams => TaskResult;
+        /// `routeAiConnection` (`paperclip-2026-11`).
+        RouteAiConnection = HostToWorker name::ROUTE_AI_CONNECTION,
+            RouteAiConnectionParams => RouteAiConnectionResult;
+        /// `loginPtyOpen`.
+        LoginPtyOpen = HostToWorker name::LOGIN_PTY_OPEN, LoginPtyOpenParams => LoginPtyOpenResult;
+        /// `loginPtyInput` (void).
+        LoginPtyInput = HostToWorker name::LOGIN_PTY_INPUT, LoginPtyInputParams => ();
+        /// `loginPtyStop` (void).
+        LoginPtyStop = HostToWorker name::LOGIN_PTY_STOP, LoginPtyStopParams => ();
+        /// `loginPtyClose`.
+        LoginPtyClose = HostToWorker name::LOGIN_PTY_CLOSE, LoginPtyCloseParams => LoginPtyCloseResult;
+        /// `duplexChannelOpen`.
+        DuplexChannelOpen = HostToWorker name::DUPLEX_CHANNEL_OPEN,
+            DuplexChannelOpenParams => DuplexChannelOpenResult;
+        /// `duplexChannelWrite` (void).
+        DuplexChannelWrite = HostToWorker name::DUPLEX_CHANNEL_WRITE, DuplexChannelWriteParams => ();
+        /// `duplexChannelStop` (void).
+        DuplexChannelStop = HostToWorker name::DUPLEX_CHANNEL_STOP, DuplexChannelStopParams => ();
+        /// `duplexChannelClose`.
+        DuplexChannelClose = HostToWorker name::DUPLEX_CHANNEL_CLOSE,
+            DuplexChannelCloseParams => DuplexChannelCloseResult;
         /// Worker→host `log` as a request (void); also a notification.
         Log = WorkerToHost name::LOG, LogParams => ();
         /// Worker→host `config.get`: the company's plugin config.
         ConfigGet = WorkerToHost name::CONFIG_GET, ConfigGetParams => JsonObject;
+        /// Worker→host `secrets.resolve`: the secret's value.
+        SecretsResolve = WorkerToHost name::SECRETS_RESOLVE, SecretsResolveParams => String;
+        /// Worker→host `span.record` (void).
+        SpanRecord = WorkerToHost name::SPAN_RECORD, SpanRecordParams => ();
+        /// Worker→host `state.get`: the stored value or `null`.
+        StateGet = WorkerToHost name::STATE_GET, StateKey => serde_json::Value;
+        /// Worker→host `state.set` (void).
+        StateSet = WorkerToHost name::STATE_SET, StateSetParams => ();
+        /// Worker→host `state.delete` (void).
+        StateDelete = WorkerToHost name::STATE_DELETE, StateKey => ();
+        /// Worker→host `http.fetch`.
+        HttpFetch = WorkerToHost name::HTTP_FETCH, HttpFetchParams => HttpFetchResult;
+        /// Worker→host `metrics.write` (void).
+        MetricsWrite = WorkerToHost name::METRICS_WRITE, MetricsWriteParams => ();
+        /// Worker→host `telemetry.track` (void).
+        TelemetryTrack = WorkerToHost name::TELEMETRY_TRACK, TelemetryTrackParams => ();
+        /// Worker→host `activity.log` (void).
+        ActivityLog = WorkerToHost name::ACTIVITY_LOG, ActivityLogParams => ();
+        /// Worker→host `events.emit` (void).
+        EventsEmit = WorkerToHost name::EVENTS_EMIT, EventsEmitParams => ();
     }
     notifications {
         /// Worker→host `execute.log`.
         ExecuteLog = WorkerToHost name::EXECUTE_LOG, ExecuteLogParams;
         /// Worker→host `log` as a notification.
         LogNotification = WorkerToHost name::LOG, LogParams;
+        /// Worker→host `loginPty.output`.
+        LoginPtyOutput = WorkerToHost name::LOGIN_PTY_OUTPUT, LoginPtyOutputParams;
+        /// Worker→host `loginPty.exit`.
+        LoginPtyExit = WorkerToHost name::LOGIN_PTY_EXIT, LoginPtyExitParams;
+        /// Worker→host `duplexChannel.data`.
+        DuplexChannelData = WorkerToHost name::DUPLEX_CHANNEL_DATA, DuplexChannelDataParams;
+        /// Worker→host `duplexChannel.exit`.
+        DuplexChannelExit = WorkerToHost name::DUPLEX_CHANNEL_EXIT, DuplexChannelExitParams;
     }
 }
 
@@ -232,8 +296,31 @@ pub mod name {
     /// Delete a template.
     pub const ENVIRONMENT_DELETE_TEMPLATE: &str = "environmentDeleteTemplate";
 
+    /// Ask a worker to prove it is idle and seal it (paperclip-2026-11).
+    pub const PREPARE_IDLE_SLEEP: &str = "prepareIdleSleep";
+    /// End an idle-sleep hold (paperclip-2026-11).
+    pub const RELEASE_IDLE_SLEEP: &str = "releaseIdleSleep";
+    /// One operation of a provider-run Runner task (paperclip-2026-11).
+    pub const ENVIRONMENT_TASK: &str = "environmentTask";
+    /// Pick a member of an AI connection pool (paperclip-2026-11).
+    pub const ROUTE_AI_CONNECTION: &str = "routeAiConnection";
+
+    /// Open a login pseudo-terminal.
+    pub const LOGIN_PTY_OPEN: &str = "loginPtyOpen";
+    /// Write input to a login pseudo-terminal.
+    pub const LOGIN_PTY_INPUT: &str = "loginPtyInput";
+    /// Stop a login pseudo-terminal's child.
+    pub const LOGIN_PTY_STOP: &str = "loginPtyStop";
+    /// Close a login pseudo-terminal by its host route.
+    pub const LOGIN_PTY_CLOSE: &str = "loginPtyClose";
     /// Open a duplex command channel (extension `duplexCommandStream`).
     pub const DUPLEX_CHANNEL_OPEN: &str = "duplexChannelOpen";
+    /// Write bytes to a duplex channel.
+    pub const DUPLEX_CHANNEL_WRITE: &str = "duplexChannelWrite";
+    /// Stop a duplex channel's command.
+    pub const DUPLEX_CHANNEL_STOP: &str = "duplexChannelStop";
+    /// Close a duplex channel by its host route.
+    pub const DUPLEX_CHANNEL_CLOSE: &str = "duplexChannelClose";
 
     /// Worker→host: a log line (notification or request).
     pub const LOG: &str = "log";
@@ -241,6 +328,34 @@ pub mod name {
     pub const EXECUTE_LOG: &str = "execute.log";
     /// Worker→host: read the company's plugin config.
     pub const CONFIG_GET: &str = "config.get";
+    /// Worker→host: resolve a secret reference.
+    pub const SECRETS_RESOLVE: &str = "secrets.resolve";
+    /// Worker→host: record a finished provider span.
+    pub const SPAN_RECORD: &str = "span.record";
+    /// Worker→host: read plugin state.
+    pub const STATE_GET: &str = "state.get";
+    /// Worker→host: write plugin state.
+    pub const STATE_SET: &str = "state.set";
+    /// Worker→host: delete plugin state.
+    pub const STATE_DELETE: &str = "state.delete";
+    /// Worker→host: an HTTP request made by the host.
+    pub const HTTP_FETCH: &str = "http.fetch";
+    /// Worker→host: write a metric.
+    pub const METRICS_WRITE: &str = "metrics.write";
+    /// Worker→host: track a telemetry event.
+    pub const TELEMETRY_TRACK: &str = "telemetry.track";
+    /// Worker→host: an activity-log entry.
+    pub const ACTIVITY_LOG: &str = "activity.log";
+    /// Worker→host: emit a plugin event.
+    pub const EVENTS_EMIT: &str = "events.emit";
+    /// Worker→host: login terminal output.
+    pub const LOGIN_PTY_OUTPUT: &str = "loginPty.output";
+    /// Worker→host: login terminal exit.
+    pub const LOGIN_PTY_EXIT: &str = "loginPty.exit";
+    /// Worker→host: duplex channel output bytes.
+    pub const DUPLEX_CHANNEL_DATA: &str = "duplexChannel.data";
+    /// Worker→host: duplex channel exit.
+    pub const DUPLEX_CHANNEL_EXIT: &str = "duplexChannel.exit";
 }
 
 /// What kind of host→worker method an entry of [`METHODS`] is.
@@ -288,6 +403,8 @@ pub const METHODS: &[MethodInfo] = &[
     m(name::INITIALIZE, Hs, P09, false),
     m(name::HEALTH, Hs, P09, false),
     m(name::SHUTDOWN, Hs, P09, false),
+    m(name::PREPARE_IDLE_SLEEP, Hs, P11, false),
+    m(name::RELEASE_IDLE_SLEEP, Hs, P11, false),
     m(name::CONFIG_CHANGED, Hs, P09, false),
     m(name::VALIDATE_CONFIG, Other, P09, false),
     m(name::ON_EVENT, Other, P09, false),
@@ -298,9 +415,11 @@ pub const METHODS: &[MethodInfo] = &[
     m("performAction", Other, P09, false),
     m("executeTool", Other, P09, false),
     m("detectExternalObjects", Other, P09, false),
+    m(name::ROUTE_AI_CONNECTION, Other, P11, false),
     m("resolveExternalObject", Other, P09, false),
     m("refreshExternalObjects", Other, P09, false),
     m(name::ENVIRONMENT_VALIDATE_CONFIG, Env, P09, false),
+    m(name::ENVIRONMENT_TASK, Env, P11, false),
     m(name::ENVIRONMENT_PROBE, Env, P09, false),
     m(name::ENVIRONMENT_ACQUIRE_LEASE, Env, P09, false),
     m(name::ENVIRONMENT_RESUME_LEASE, Env, P09, false),
@@ -316,14 +435,14 @@ pub const METHODS: &[MethodInfo] = &[
     m(name::ENVIRONMENT_CAPTURE_TEMPLATE, Env, P09, false),
     m(name::ENVIRONMENT_CANCEL_INTERACTIVE_SETUP, Env, P09, false),
     m(name::ENVIRONMENT_DELETE_TEMPLATE, Env, P09, false),
-    m("loginPtyOpen", Other, P09, false),
-    m("loginPtyInput", Other, P09, false),
-    m("loginPtyStop", Other, P09, false),
-    m("loginPtyClose", Other, P09, false),
+    m(name::LOGIN_PTY_OPEN, Other, P09, false),
+    m(name::LOGIN_PTY_INPUT, Other, P09, false),
+    m(name::LOGIN_PTY_STOP, Other, P09, false),
+    m(name::LOGIN_PTY_CLOSE, Other, P09, false),
     m(name::DUPLEX_CHANNEL_OPEN, Other, P09, false),
-    m("duplexChannelWrite", Other, P09, false),
-    m("duplexChannelStop", Other, P09, false),
-    m("duplexChannelClose", Other, P09, false),
+    m(name::DUPLEX_CHANNEL_WRITE, Other, P09, false),
+    m(name::DUPLEX_CHANNEL_STOP, Other, P09, false),
+    m(name::DUPLEX_CHANNEL_CLOSE, Other, P09, false),
     m(name::ENVIRONMENT_STOP_LEASE, Env, P11, false),
     m("environmentRunnerRecoveryExecute", Env, P11, true),
     m("environmentRunnerRecovery", Env, P11, true),
@@ -372,7 +491,7 @@ mod tests {
         }
         let mut c = Check(Vec::new());
         visit_methods(&mut c);
-        assert_eq!(c.0.len(), 23);
+        assert_eq!(c.0.len(), 45);
         let env = METHODS
             .iter()
             .filter(|m| m.family == MethodFamily::Environment && !m.schema_unknown)
