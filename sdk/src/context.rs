@@ -220,6 +220,11 @@ impl Context {
         let inv = self.invocation_id().map(str::to_owned);
         self.inner.peer.notify(method, Some(params), inv);
     }
+
+    /// The worker's way back to the host, for senders that outlive this call.
+    pub(crate) fn peer(&self) -> &Arc<Peer> {
+        &self.inner.peer
+    }
 }
 
 /// The deadline of a call: `params.timeoutMs` of `environmentExecute`, nothing otherwise.

@@ -111,6 +111,8 @@ pub mod manifest;
 pub mod process;
 pub mod provider;
 pub mod runtime;
+pub mod services;
+pub mod streams;
 pub mod testing;
 
 pub use context::{CancellationSource, CancellationToken, Context};
@@ -120,6 +122,7 @@ pub use paperclip_sandbox_protocol::methods::{LogLevel, OutputStream};
 pub use paperclip_sandbox_protocol::secret::Secret;
 pub use provider::{HookResult, ImplementedHooks, SandboxProvider};
 pub use runtime::lifecycle::{RuntimeConfig, ServeEnd};
+pub use streams::{DuplexSender, LoginPtySender};
 
 use runtime::dispatch::Handler;
 

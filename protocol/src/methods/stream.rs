@@ -150,6 +150,21 @@ pub struct LoginPtyOutputParams {
     pub chunk: String,
 }
 
+impl LoginPtyOutputParams {
+    /// `chunk` of the terminal bound to `host_route_id` / `worker_session_id`.
+    pub fn new(
+        host_route_id: impl Into<String>,
+        worker_session_id: impl Into<String>,
+        chunk: impl Into<String>,
+    ) -> Self {
+        LoginPtyOutputParams {
+            host_route_id: host_route_id.into(),
+            worker_session_id: worker_session_id.into(),
+            chunk: chunk.into(),
+        }
+    }
+}
+
 /// Params of the worker→host `loginPty.exit` notification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -161,6 +176,21 @@ pub struct LoginPtyExitParams {
     pub worker_session_id: String,
     /// The child's exit code, or `null` when it ended without one. Always sent.
     pub exit_code: Option<i32>,
+}
+
+impl LoginPtyExitParams {
+    /// The exit of the terminal bound to `host_route_id` / `worker_session_id`.
+    pub fn new(
+        host_route_id: impl Into<String>,
+        worker_session_id: impl Into<String>,
+        exit_code: Option<i32>,
+    ) -> Self {
+        LoginPtyExitParams {
+            host_route_id: host_route_id.into(),
+            worker_session_id: worker_session_id.into(),
+            exit_code,
+        }
+    }
 }
 
 /// Raw bytes of a duplex channel, carried on the wire as canonical standard base64 (with
@@ -205,6 +235,12 @@ impl fmt::Debug for ChannelBytes {
 impl From<Vec<u8>> for ChannelBytes {
     fn from(v: Vec<u8>) -> Self {
         ChannelBytes(v)
+    }
+}
+
+impl From<&str> for ChannelBytes {
+    fn from(v: &str) -> Self {
+        ChannelBytes(v.as_bytes().to_vec())
     }
 }
 
@@ -266,6 +302,27 @@ pub struct DuplexChannelOpenParams {
     pub command: Vec<String>,
 }
 
+impl DuplexChannelOpenParams {
+    /// Open `command` on route `host_route_id` in lease `provider_lease_id`.
+    pub fn new(
+        host_route_id: impl Into<String>,
+        driver_key: impl Into<String>,
+        company_id: impl Into<String>,
+        environment_id: impl Into<String>,
+        provider_lease_id: impl Into<String>,
+        command: Vec<String>,
+    ) -> Self {
+        DuplexChannelOpenParams {
+            host_route_id: host_route_id.into(),
+            driver_key: driver_key.into(),
+            company_id: company_id.into(),
+            environment_id: environment_id.into(),
+            provider_lease_id: provider_lease_id.into(),
+            command,
+        }
+    }
+}
+
 /// Result of `duplexChannelOpen`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -300,6 +357,21 @@ pub struct DuplexChannelWriteParams {
     pub data: ChannelBytes,
 }
 
+impl DuplexChannelWriteParams {
+    /// Write `data` to the channel bound to `host_route_id` / `worker_session_id`.
+    pub fn new(
+        host_route_id: impl Into<String>,
+        worker_session_id: impl Into<String>,
+        data: impl Into<ChannelBytes>,
+    ) -> Self {
+        DuplexChannelWriteParams {
+            host_route_id: host_route_id.into(),
+            worker_session_id: worker_session_id.into(),
+            data: data.into(),
+        }
+    }
+}
+
 /// Params of `duplexChannelStop` (the result is `null`): stop the channel's command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -309,6 +381,16 @@ pub struct DuplexChannelStopParams {
     pub host_route_id: String,
     /// The open answer's `workerSessionId`.
     pub worker_session_id: String,
+}
+
+impl DuplexChannelStopParams {
+    /// Stop the channel bound to `host_route_id` / `worker_session_id`.
+    pub fn new(host_route_id: impl Into<String>, worker_session_id: impl Into<String>) -> Self {
+        DuplexChannelStopParams {
+            host_route_id: host_route_id.into(),
+            worker_session_id: worker_session_id.into(),
+        }
+    }
 }
 
 /// Params of `duplexChannelClose`: close the channel registered under `hostRouteId`.
@@ -321,6 +403,13 @@ pub struct DuplexChannelCloseParams {
     /// Informative only; never key the close on it (it is absent after a lost open answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_session_id: Option<String>,
+}
+
+impl DuplexChannelCloseParams {
+    /// Close the channel of `host_route_id`.
+    pub fn new(host_route_id: impl Into<String>, worker_session_id: Option<String>) -> Self {
+        DuplexChannelCloseParams { host_route_id: host_route_id.into(), worker_session_id }
+    }
 }
 
 /// Result of `duplexChannelClose`.
@@ -355,6 +444,21 @@ pub struct DuplexChannelDataParams {
     pub chunk: ChannelBytes,
 }
 
+impl DuplexChannelDataParams {
+    /// `chunk` of the channel bound to `host_route_id` / `worker_session_id`.
+    pub fn new(
+        host_route_id: impl Into<String>,
+        worker_session_id: impl Into<String>,
+        chunk: impl Into<ChannelBytes>,
+    ) -> Self {
+        DuplexChannelDataParams {
+            host_route_id: host_route_id.into(),
+            worker_session_id: worker_session_id.into(),
+            chunk: chunk.into(),
+        }
+    }
+}
+
 /// Params of the worker→host `duplexChannel.exit` notification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -369,6 +473,23 @@ pub struct DuplexChannelExitParams {
     /// True when the transport closed without exit data (not a process exit). Always sent.
     #[serde(default)]
     pub transport_closed: bool,
+}
+
+impl DuplexChannelExitParams {
+    /// The exit of the channel bound to `host_route_id` / `worker_session_id`.
+    pub fn new(
+        host_route_id: impl Into<String>,
+        worker_session_id: impl Into<String>,
+        exit_code: Option<i32>,
+        transport_closed: bool,
+    ) -> Self {
+        DuplexChannelExitParams {
+            host_route_id: host_route_id.into(),
+            worker_session_id: worker_session_id.into(),
+            exit_code,
+            transport_closed,
+        }
+    }
 }
 
 #[cfg(test)]
