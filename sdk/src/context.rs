@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use paperclip_sandbox_protocol::jsonrpc::{ErrorObject, Id, Invocation};
 use paperclip_sandbox_protocol::methods::{
-    self, name, ConfigGetParams, ExecuteLogParams, JsonObject, LogLevel, LogParams, OutputStream,
-    RpcMethod, RpcNotification,
+    self, name, ConfigGetParams, JsonObject, LogLevel, LogParams, OutputStream, RpcMethod,
+    RpcNotification,
 };
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -161,20 +161,59 @@ impl Context {
     }
 
     /// Streams a chunk of the running command's output to the host as `execute.log`
-    /// notifications (protocol.md A.6).
+    /// notifications (protocol.md A.6), without waiting.
     ///
     /// Only while serving `environmentExecute`; elsewhere the chunk is dropped (the host would
     /// drop it too). Empty chunks are dropped; chunks longer than
     /// [`EXECUTE_LOG_MAX_CHUNK_CHARS`](methods::EXECUTE_LOG_MAX_CHUNK_CHARS) are split on
     /// character boundaries. The final result must still carry the full output.
+    ///
+    /// While the host does not read, chunks are dropped once the output queue holds
+    /// [`OUTBOX_HARD_LIMIT`](crate::runtime::codec::OUTBOX_HARD_LIMIT) bytes. Prefer
+    /// [`send_execute_log`](Self::send_execute_log), which waits for room instead (what the
+    /// SDK's command runner, [`crate::process`], does).
     pub fn execute_log(&self, stream: OutputStream, chunk: &str) {
-        if self.inner.method != name::ENVIRONMENT_EXECUTE {
-            tracing::debug!(method = %self.inner.method, "execute.log outside environmentExecute dropped");
+        if !self.streams_output() {
             return;
         }
-        for piece in ExecuteLogParams::split(stream, chunk) {
-            self.notify_typed::<methods::ExecuteLog>(&piece);
+        let inv = self.invocation_id();
+        for piece in split_chunk(chunk) {
+            let sink = self.inner.peer.sink();
+            if sink.is_closed() {
+                return;
+            }
+            if sink.queued() >= crate::runtime::codec::OUTBOX_HARD_LIMIT {
+                tracing::debug!("protocol output queue full; execute.log chunk dropped");
+                return;
+            }
+            sink.send_execute_log(stream, piece, inv);
         }
+    }
+
+    /// Streams a chunk as [`execute_log`](Self::execute_log) does, but first waits while the
+    /// output queue is full (more than
+    /// [`OUTBOX_HIGH_WATER`](crate::runtime::codec::OUTBOX_HIGH_WATER) bytes queued because
+    /// the host is not reading). A producer that awaits this stops reading its command's
+    /// output meanwhile, so the command blocks on its pipe and memory stays flat. Returns at
+    /// once when the host is gone (the chunk is dropped).
+    pub async fn send_execute_log(&self, stream: OutputStream, chunk: &str) {
+        if !self.streams_output() {
+            return;
+        }
+        let inv = self.invocation_id();
+        let sink = self.inner.peer.sink();
+        for piece in split_chunk(chunk) {
+            sink.wait_for_room().await;
+            sink.send_execute_log(stream, piece, inv);
+        }
+    }
+
+    fn streams_output(&self) -> bool {
+        if self.inner.method != name::ENVIRONMENT_EXECUTE {
+            tracing::debug!(method = %self.inner.method, "execute.log outside environmentExecute dropped");
+            return false;
+        }
+        true
     }
 
     /// Sends a `log` notification to the host, which logs it under the plugin's name.
@@ -225,6 +264,34 @@ impl Context {
     pub(crate) fn peer(&self) -> &Arc<Peer> {
         &self.inner.peer
     }
+}
+
+/// `chunk` cut on character boundaries into non-empty pieces of at most
+/// [`EXECUTE_LOG_MAX_CHUNK_CHARS`](methods::EXECUTE_LOG_MAX_CHUNK_CHARS) UTF-16 code units,
+/// borrowed (no copy).
+pub(crate) fn split_chunk(chunk: &str) -> impl Iterator<Item = &str> {
+    let mut rest = chunk;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        // A UTF-8 byte never stands for more UTF-16 units than bytes, so a short piece needs
+        // no counting.
+        let cut = if rest.len() <= methods::EXECUTE_LOG_MAX_CHUNK_CHARS {
+            rest.len()
+        } else {
+            let mut units = 0;
+            rest.char_indices()
+                .find(|(_, c)| {
+                    units += c.len_utf16();
+                    units > methods::EXECUTE_LOG_MAX_CHUNK_CHARS
+                })
+                .map_or(rest.len(), |(i, _)| i)
+        };
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
 }
 
 /// The deadline of a call: `params.timeoutMs` of `environmentExecute`, nothing otherwise.
@@ -317,6 +384,18 @@ mod tests {
             assert_eq!(slow.is_some(), fast.is_some(), "{params}");
         }
         assert!(deadline_for_raw(name::ENVIRONMENT_PROBE, None).is_none());
+    }
+
+    #[test]
+    fn chunks_split_on_char_boundaries_without_copying() {
+        let max = methods::EXECUTE_LOG_MAX_CHUNK_CHARS;
+        assert_eq!(split_chunk("").count(), 0);
+        assert_eq!(split_chunk("abc").collect::<Vec<_>>(), ["abc"]);
+        let text = "😀".repeat(max / 2 + 1); // two UTF-16 units each
+        let pieces: Vec<&str> = split_chunk(&text).collect();
+        assert_eq!(pieces.len(), 2);
+        assert!(pieces.iter().all(|p| methods::js_length(p) <= max));
+        assert_eq!(pieces.concat(), text);
     }
 
     #[test]

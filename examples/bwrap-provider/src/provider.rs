@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use local_provider::config::LocalConfig;
 use local_provider::error::{LocalError, Result};
-use local_provider::exec::{base_env, ProcessGroups};
+use local_provider::exec::{base_env, OutputSink, ProcessGroups};
 use local_provider::leases::LeaseStore;
 use local_provider::provider::LocalProvider;
 use paperclip_sandbox_protocol::methods::execute::{ExecuteParams, ExecuteResult, OutputStream};
@@ -205,26 +205,24 @@ impl BwrapProvider {
     /// `environmentExecute`: the local provider's execute, wrapped when the mode is `bwrap`;
     /// a wrapped run that failed to start is run again plainly and degrades the mode. The
     /// result's `metadata` says which mode ran (`bwrapMode`, `bwrapReason` when plain).
-    pub async fn execute<F>(
+    /// Output goes to `sink` (held back until the command, not bwrap, runs).
+    pub async fn execute<S: OutputSink>(
         &self,
         params: &ExecuteParams,
-        mut on_chunk: F,
+        sink: &mut S,
         cancel: impl Future<Output = ()>,
-    ) -> Result<ExecuteResult>
-    where
-        F: FnMut(OutputStream, String),
-    {
+    ) -> Result<ExecuteResult> {
         let mode = self.mode_for(setting(&params.base.config)?);
         let wrapper = match mode {
             Mode::Plain(reason) => {
-                let out = self.local.execute(params, &mut on_chunk, cancel).await?;
+                let out = self.local.execute(params, sink, cancel).await?;
                 return Ok(with_mode(out, "plain", Some(&reason)));
             }
             Mode::Bwrap(w) => w,
         };
         let Ok(lease) = lease_dir(params) else {
             // The local provider reports the same problem (missing, stopped, expired lease).
-            return self.local.execute(params, &mut on_chunk, cancel).await;
+            return self.local.execute(params, sink, cancel).await;
         };
         let tmp = lease.join(".tmp");
         let _ = std::fs::create_dir_all(&tmp);
@@ -237,12 +235,9 @@ impl BwrapProvider {
         wrapped.args = Some(inv.args);
 
         let mut cancel = std::pin::pin!(cancel);
-        let mut gate = Gate { marker: &marker, started: false, held: Vec::new(), held_bytes: 0 };
-        let out = {
-            let sink =
-                |stream: OutputStream, chunk: String| gate.push(stream, chunk, &mut on_chunk);
-            self.local.execute(&wrapped, sink, cancel.as_mut()).await
-        };
+        let mut gate =
+            Gate { marker: &marker, started: false, held: Vec::new(), held_bytes: 0, sink };
+        let out = self.local.execute(&wrapped, &mut gate, cancel.as_mut()).await;
         let marker_seen = gate.started || marker.exists();
         let _ = std::fs::remove_file(&marker);
         let out = out?;
@@ -250,15 +245,14 @@ impl BwrapProvider {
             || out.metadata.as_ref().is_some_and(|m| m.get("cancelled") == Some(&json!(true)));
         let end = WrappedEnd { marker_seen, exit_code: out.exit_code, killed, stderr: &out.stderr };
         let Some(why) = start_failure(end) else {
-            for (stream, chunk) in gate.held.drain(..) {
-                on_chunk(stream, chunk);
-            }
+            gate.release().await;
             return Ok(with_mode(out, "bwrap", None));
         };
+        let sink = gate.sink;
         tracing::warn!(reason = %why, "bwrap failed to start; running the command plainly");
         self.state().degraded = Some(why.clone());
         let reason = format!("degraded: bwrap failed to start ({why})");
-        let plain = self.local.execute(params, &mut on_chunk, cancel).await?;
+        let plain = self.local.execute(params, sink, cancel).await?;
         let mut plain = with_mode(plain, "plain", Some(&reason));
         plain
             .metadata
@@ -268,32 +262,36 @@ impl BwrapProvider {
     }
 }
 
-/// Output held back until the start marker shows that the command (not bwrap) is running.
-struct Gate<'a> {
+/// Output held back until the start marker shows that the command (not bwrap) is running,
+/// then passed on to `sink`.
+struct Gate<'a, S> {
     marker: &'a Path,
     started: bool,
     held: Vec<(OutputStream, String)>,
     held_bytes: usize,
+    sink: &'a mut S,
 }
 
-impl Gate<'_> {
-    fn push(
-        &mut self,
-        stream: OutputStream,
-        chunk: String,
-        sink: &mut impl FnMut(OutputStream, String),
-    ) {
-        if !self.started && (self.held_bytes + chunk.len() > HOLD_LIMIT || self.marker.exists()) {
+impl<S: OutputSink> Gate<'_, S> {
+    /// Passes on everything held back.
+    async fn release(&mut self) {
+        for (stream, chunk) in std::mem::take(&mut self.held) {
+            self.sink.chunk(stream, &chunk).await;
+        }
+    }
+}
+
+impl<S: OutputSink> OutputSink for Gate<'_, S> {
+    async fn chunk<'b>(&'b mut self, stream: OutputStream, text: &'b str) {
+        if !self.started && (self.held_bytes + text.len() > HOLD_LIMIT || self.marker.exists()) {
             self.started = true;
-            for (s, c) in self.held.drain(..) {
-                sink(s, c);
-            }
+            self.release().await;
         }
         if self.started {
-            sink(stream, chunk);
+            self.sink.chunk(stream, text).await;
         } else {
-            self.held_bytes += chunk.len();
-            self.held.push((stream, chunk));
+            self.held_bytes += text.len();
+            self.held.push((stream, text.to_owned()));
         }
     }
 }

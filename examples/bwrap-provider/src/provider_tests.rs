@@ -58,7 +58,13 @@ impl Fixture {
         let mut chunks = Vec::new();
         let out = self
             .provider
-            .execute(&params, |s, c| chunks.push((s, c)), std::future::pending())
+            .execute(
+                &params,
+                &mut paperclip_sandbox_sdk::process::sink_fn(|s, c: &str| {
+                    chunks.push((s, c.to_owned()))
+                }),
+                std::future::pending(),
+            )
             .await
             .unwrap();
         (out, chunks)
@@ -138,7 +144,7 @@ async fn off_and_missing_prerequisites_are_plain_with_a_reason() {
         "lease": {"providerLeaseId": id}, "command": "echo", "args": ["plain"]
     })))
     .unwrap();
-    let out = f.provider.execute(&params, |_, _| {}, std::future::pending()).await.unwrap();
+    let out = f.provider.execute(&params, &mut (), std::future::pending()).await.unwrap();
     assert_eq!((out.stdout.as_str(), meta(&out, "bwrapMode")), ("plain\n", json!("plain")));
 }
 

@@ -86,8 +86,8 @@ impl SandboxProvider for BwrapProvider {
 
     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
         let cancel = cx.cancellation().clone();
-        let sink = |stream: OutputStream, chunk: String| cx.execute_log(stream, &chunk);
-        BwrapProvider::execute(self, &params, sink, async move { cancel.cancelled().await })
+        let mut sink = &cx;
+        BwrapProvider::execute(self, &params, &mut sink, async move { cancel.cancelled().await })
             .await
             .map_err(wire_error)
     }

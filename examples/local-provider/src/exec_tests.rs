@@ -1,6 +1,8 @@
 //! Unit tests of [`super`]: real processes in a temporary lease directory.
 
 use super::*;
+use paperclip_sandbox_sdk::process::sink_fn;
+use paperclip_sandbox_sdk::OutputStream;
 use std::time::Instant as StdInstant;
 
 fn lease() -> (tempfile::TempDir, PathBuf) {
@@ -18,8 +20,8 @@ fn sh(script: &str) -> ExecRequest {
     }
 }
 
-async fn run_simple(dir: &Path, req: ExecRequest) -> ExecOutcome {
-    run(dir, req, None, |_, _| {}, std::future::pending()).await.unwrap()
+async fn run_simple(dir: &Path, req: ExecRequest) -> CommandOutput {
+    run(dir, req, None, &mut (), std::future::pending()).await.unwrap()
 }
 
 #[tokio::test]
@@ -77,12 +79,12 @@ async fn cwd_defaults_to_the_lease_and_is_confined() {
     for bad in [PathBuf::from("/"), dir.join("../"), dir.join("ws/../ws")] {
         let mut req = sh("pwd");
         req.cwd = Some(bad.clone());
-        let err = run(&dir, req, None, |_, _| {}, std::future::pending()).await.unwrap_err();
+        let err = run(&dir, req, None, &mut (), std::future::pending()).await.unwrap_err();
         assert_eq!(err.kind, crate::ErrorKind::Confinement, "{bad:?}");
     }
     let mut req = sh("pwd");
     req.cwd = Some(dir.join("missing"));
-    let err = run(&dir, req, None, |_, _| {}, std::future::pending()).await.unwrap_err();
+    let err = run(&dir, req, None, &mut (), std::future::pending()).await.unwrap_err();
     assert_eq!(err.kind, crate::ErrorKind::InvalidParams);
 }
 
@@ -91,7 +93,7 @@ async fn signal_death_reports_the_signal_name() {
     let (_t, dir) = lease();
     let out = run_simple(&dir, sh("kill -TERM $$")).await;
     assert_eq!(out.exit_code, None);
-    assert_eq!(out.signal.as_deref(), Some("SIGTERM"));
+    assert_eq!(out.signal, Some(libc::SIGTERM));
     assert_eq!(signal_name(libc::SIGKILL), "SIGKILL");
     assert_eq!(signal_name(200), "SIG200");
 }
@@ -104,11 +106,11 @@ async fn timeout_kills_the_whole_group_including_grandchildren() {
     req.timeout = Some(Duration::from_millis(300));
     let groups = ProcessGroups::default();
     let started = StdInstant::now();
-    let out = run(&dir, req, Some(&groups), |_, _| {}, std::future::pending()).await.unwrap();
+    let out = run(&dir, req, Some(&groups), &mut (), std::future::pending()).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(10), "liveness bound");
     assert!(out.timed_out);
     assert_eq!(out.exit_code, None);
-    assert_eq!(out.signal.as_deref(), Some("SIGKILL"));
+    assert_eq!(out.signal, Some(libc::SIGKILL));
     let pid: i32 = std::fs::read_to_string(&marker).unwrap().trim().parse().unwrap();
     // The grandchild was killed too: within a generous bound it no longer exists (or is a
     // zombie waiting for its new parent to reap it).
@@ -133,14 +135,14 @@ async fn cancellation_kills_the_group() {
     };
     let task = tokio::spawn({
         let dir = dir.clone();
-        async move { run(&dir, sh("sleep 30 & sleep 30"), None, |_, _| {}, cancel).await }
+        async move { run(&dir, sh("sleep 30 & sleep 30"), None, &mut (), cancel).await }
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     tx.send(()).unwrap();
     let out = tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap().unwrap();
     assert!(out.cancelled);
     assert!(!out.timed_out);
-    assert_eq!(out.signal.as_deref(), Some("SIGKILL"));
+    assert_eq!(out.signal, Some(libc::SIGKILL));
 }
 
 #[tokio::test]
@@ -149,7 +151,7 @@ async fn process_groups_can_be_killed_from_outside() {
     let groups = ProcessGroups::default();
     let task = tokio::spawn({
         let (dir, groups) = (dir.clone(), groups.clone());
-        async move { run(&dir, sh("sleep 30"), Some(&groups), |_, _| {}, std::future::pending()).await }
+        async move { run(&dir, sh("sleep 30"), Some(&groups), &mut (), std::future::pending()).await }
     });
     let canon = dir.canonicalize().unwrap();
     let mut waited = 0;
@@ -159,7 +161,7 @@ async fn process_groups_can_be_killed_from_outside() {
     }
     assert_eq!(groups.kill_all(&canon), 1);
     let out = tokio::time::timeout(Duration::from_secs(10), task).await.unwrap().unwrap().unwrap();
-    assert_eq!(out.signal.as_deref(), Some("SIGKILL"));
+    assert_eq!(out.signal, Some(libc::SIGKILL));
     assert_eq!(groups.live_count(&canon), 0);
 }
 
@@ -168,8 +170,8 @@ async fn output_streams_in_chunks_and_accumulates() {
     let (_t, dir) = lease();
     let mut chunks: Vec<(OutputStream, String)> = Vec::new();
     let req = sh("printf a; sleep 0.2; printf b >&2; sleep 0.2; printf c");
-    let out =
-        run(&dir, req, None, |s, c| chunks.push((s, c)), std::future::pending()).await.unwrap();
+    let mut sink = sink_fn(|s, c: &str| chunks.push((s, c.to_owned())));
+    let out = run(&dir, req, None, &mut sink, std::future::pending()).await.unwrap();
     assert_eq!(out.stdout, "ac");
     assert_eq!(out.stderr, "b");
     let joined: String = chunks
@@ -188,24 +190,10 @@ async fn non_utf8_output_is_lossy_and_split_characters_survive() {
     // "é" is C3 A9: write its halves separately, then an invalid byte.
     let mut streamed = String::new();
     let req = sh("printf '\\303'; sleep 0.2; printf '\\251 \\377\\n'");
-    let out =
-        run(&dir, req, None, |_, c| streamed.push_str(&c), std::future::pending()).await.unwrap();
+    let mut sink = sink_fn(|_, c: &str| streamed.push_str(c));
+    let out = run(&dir, req, None, &mut sink, std::future::pending()).await.unwrap();
     assert_eq!(out.stdout, "é \u{FFFD}\n");
     assert_eq!(streamed, out.stdout);
-}
-
-#[test]
-fn utf8_stream_keeps_incomplete_tails() {
-    let mut d = Utf8Stream::default();
-    let bytes = "a€😀".as_bytes();
-    let mut out = String::new();
-    for b in bytes {
-        out.push_str(&d.push(std::slice::from_ref(b)));
-    }
-    out.push_str(&d.finish());
-    assert_eq!(out, "a€😀");
-    assert_eq!(complete_prefix_len(&[0xE2, 0x82]), 0);
-    assert_eq!(complete_prefix_len(b"ab"), 2);
 }
 
 #[tokio::test]
@@ -226,7 +214,7 @@ async fn background_process_holding_the_pipe_does_not_hang_the_call() {
     let groups = ProcessGroups::default();
     let started = StdInstant::now();
     let req = sh("sleep 60 & echo started");
-    let out = run(&dir, req, Some(&groups), |_, _| {}, std::future::pending()).await.unwrap();
+    let out = run(&dir, req, Some(&groups), &mut (), std::future::pending()).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(30), "liveness bound: {:?}", started.elapsed());
     assert_eq!(out.exit_code, Some(0));
     assert_eq!(out.stdout, "started\n");
@@ -234,15 +222,4 @@ async fn background_process_holding_the_pipe_does_not_hang_the_call() {
     let canon = dir.canonicalize().unwrap();
     assert_eq!(groups.live_count(&canon), 1);
     assert_eq!(groups.kill_all(&canon), 1);
-}
-
-#[test]
-fn collected_output_is_capped() {
-    let mut c = Collected::new();
-    c.push(&vec![b'x'; OUTPUT_CAP_BYTES - 1]);
-    assert!(!c.truncated);
-    c.push(b"yz");
-    assert!(c.truncated);
-    assert_eq!(c.bytes.len(), OUTPUT_CAP_BYTES);
-    assert_eq!(c.bytes.last(), Some(&b'y'));
 }

@@ -150,9 +150,7 @@ async fn stop_and_destroy_end_running_commands() {
     };
     let task = tokio::spawn({
         let (dir, groups) = (dir.clone(), s.groups().clone());
-        async move {
-            crate::exec::run(&dir, req, Some(&groups), |_, _| {}, std::future::pending()).await
-        }
+        async move { crate::exec::run(&dir, req, Some(&groups), &mut (), std::future::pending()).await }
     });
     for _ in 0..200 {
         if s.groups().live_count(&dir) > 0 {
@@ -166,5 +164,5 @@ async fn stop_and_destroy_end_running_commands() {
         .unwrap()
         .unwrap()
         .unwrap();
-    assert_eq!(out.signal.as_deref(), Some("SIGKILL"));
+    assert_eq!(out.signal, Some(libc::SIGKILL));
 }

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use paperclip_sandbox_protocol::methods::execute::{ExecuteParams, ExecuteResult, OutputStream};
+use paperclip_sandbox_protocol::methods::execute::{ExecuteParams, ExecuteResult};
 use paperclip_sandbox_protocol::methods::lease::{
     AcquireLeaseParams, Diagnostic, DiagnosticSeverity, JsonObject, Lease, ProbeParams,
     ProbeResult, ReleaseLeaseParams, ResourceDisposition, ResumeLeaseParams, StopLeaseParams,
@@ -21,11 +21,11 @@ use paperclip_sandbox_protocol::methods::workspace::{
 };
 use paperclip_sandbox_protocol::HostProfile;
 use paperclip_sandbox_sdk::PluginManifest;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::config::LocalConfig;
 use crate::error::{ErrorKind, LocalError, Result};
-use crate::exec::{self, ExecRequest, ProcessGroups};
+use crate::exec::{self, ExecRequest, OutputSink, ProcessGroups};
 use crate::leases::{self, Disposition, LeaseStore, ReceiptState};
 use crate::sync::{self, Direction, FileMapping, MappingKind, PostUploadCommand, SyncOperation};
 
@@ -269,12 +269,13 @@ impl LocalProvider {
         Ok(RealizeWorkspaceResult::new(cwd.display().to_string()))
     }
 
-    /// `environmentExecute`: run the command; `on_chunk` receives output as it arrives;
-    /// `cancel` kills the command's process group.
+    /// `environmentExecute`: run the command; `sink` receives output as it arrives (a
+    /// [`Context`](paperclip_sandbox_sdk::Context) streams it as `execute.log`, waiting while
+    /// the host does not read); `cancel` ends the command's process group.
     pub async fn execute(
         &self,
         params: &ExecuteParams,
-        mut on_chunk: impl FnMut(OutputStream, String),
+        sink: &mut impl OutputSink,
         cancel: impl Future<Output = ()>,
     ) -> Result<ExecuteResult> {
         let store = store(&params.base.config, &self.groups)?;
@@ -287,34 +288,8 @@ impl LocalProvider {
             stdin: params.stdin.as_ref().map(|s| s.clone().into_bytes()),
             timeout: params.timeout_ms.filter(|&t| t > 0).map(Duration::from_millis),
         };
-        let sink = |stream: exec::OutputStream, chunk: String| {
-            let stream = match stream {
-                exec::OutputStream::Stdout => OutputStream::Stdout,
-                exec::OutputStream::Stderr => OutputStream::Stderr,
-            };
-            on_chunk(stream, chunk);
-        };
         let out = exec::run(&dir, req, Some(&self.groups), sink, cancel).await?;
-        let mut result = ExecuteResult::default();
-        result.exit_code = out.exit_code.map(i64::from);
-        result.signal = out.signal;
-        result.timed_out = out.timed_out;
-        result.stdout = out.stdout;
-        result.stderr = out.stderr;
-        let mut metadata = JsonObject::new();
-        if out.stdout_truncated {
-            metadata.insert("stdoutTruncated".into(), json!(true));
-        }
-        if out.stderr_truncated {
-            metadata.insert("stderrTruncated".into(), json!(true));
-        }
-        if out.cancelled {
-            metadata.insert("cancelled".into(), json!(true));
-        }
-        if !metadata.is_empty() {
-            result.metadata = Some(metadata);
-        }
-        Ok(result)
+        Ok(out.into_execute_result())
     }
 
     /// `environmentSyncIn` / `environmentSyncOut`, bounded by max(`minimumTimeoutMs`,

@@ -1,7 +1,9 @@
 //! Unit tests of [`super`]: the hooks on typed params, against a temporary root.
 
 use super::*;
+use paperclip_sandbox_sdk::OutputStream;
 use serde::de::DeserializeOwned;
+use serde_json::json;
 
 fn params<T: DeserializeOwned>(root: &Path, extra: Value) -> T {
     let mut v = json!({
@@ -48,7 +50,9 @@ async fn full_lifecycle_on_typed_params() {
         &root,
         json!({"lease": wire_lease, "command": "sh", "args": ["-c", "cat hello.txt; echo err >&2"], "cwd": realized.cwd}),
     );
-    let out = p.execute(&exec, |s, c| chunks.push((s, c)), std::future::pending()).await.unwrap();
+    let mut sink =
+        paperclip_sandbox_sdk::process::sink_fn(|s, c: &str| chunks.push((s, c.to_owned())));
+    let out = p.execute(&exec, &mut sink, std::future::pending()).await.unwrap();
     assert_eq!(
         (out.exit_code, out.stdout.as_str(), out.stderr.as_str()),
         (Some(0), "hello", "err\n")
@@ -61,7 +65,7 @@ async fn full_lifecycle_on_typed_params() {
         serde_json::to_value(&stopped).unwrap(),
         json!({"providerLeaseId": id, "state": "stopped"})
     );
-    let err = p.execute(&exec, |_, _| {}, std::future::pending()).await.unwrap_err();
+    let err = p.execute(&exec, &mut (), std::future::pending()).await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::Stopped);
     let resumed = p.resume(&params(&root, json!({"providerLeaseId": id}))).await.unwrap();
     assert_eq!(resumed.provider_lease_id.as_deref(), Some(id.as_str()));
@@ -125,13 +129,13 @@ async fn execute_reports_timeouts_and_cancellation() {
         &root,
         json!({"lease": lease, "command": "sleep", "args": ["30"], "timeoutMs": 200}),
     );
-    let out = p.execute(&exec, |_, _| {}, std::future::pending()).await.unwrap();
+    let out = p.execute(&exec, &mut (), std::future::pending()).await.unwrap();
     let wire = serde_json::to_value(&out).unwrap();
     assert_eq!(wire["timedOut"], json!(true));
     assert_eq!(wire["exitCode"], Value::Null);
     let exec: ExecuteParams =
         params(&root, json!({"lease": lease, "command": "sleep", "args": ["30"]}));
     let out =
-        p.execute(&exec, |_, _| {}, tokio::time::sleep(Duration::from_millis(100))).await.unwrap();
+        p.execute(&exec, &mut (), tokio::time::sleep(Duration::from_millis(100))).await.unwrap();
     assert_eq!(out.metadata.unwrap()["cancelled"], json!(true));
 }

@@ -299,7 +299,7 @@ async fn run_post_upload(
         timeout: Some(timeout),
         ..Default::default()
     };
-    let out = exec::run(lease, req, Some(groups), |_, _| {}, std::future::pending()).await?;
+    let out = exec::run(lease, req, Some(groups), &mut (), std::future::pending()).await?;
     if out.timed_out {
         return Err(LocalError::new(
             ErrorKind::Timeout,
@@ -309,7 +309,7 @@ async fn run_post_upload(
     if out.exit_code != Some(0) {
         let how = match (&out.exit_code, &out.signal) {
             (Some(code), _) => format!("exited with code {code}"),
-            (None, Some(sig)) => format!("was killed by {sig}"),
+            (None, Some(sig)) => format!("was killed by {}", exec::signal_name(*sig)),
             (None, None) => "failed".to_string(),
         };
         let tail: String = {

@@ -151,8 +151,8 @@ impl SandboxProvider for LocalProvider {
 
     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
         let cancel = cx.cancellation().clone();
-        let sink = |stream: OutputStream, chunk: String| cx.execute_log(stream, &chunk);
-        LocalProvider::execute(self, &params, sink, async move { cancel.cancelled().await })
+        let mut sink = &cx;
+        LocalProvider::execute(self, &params, &mut sink, async move { cancel.cancelled().await })
             .await
             .map_err(wire_error)
     }

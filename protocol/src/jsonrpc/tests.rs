@@ -158,3 +158,14 @@ fn lone_surrogate_escapes_become_replacement_characters() {
     assert_eq!(r.params, Some(serde_json::json!({"x": "a\u{fffd}"})));
     assert!(matches!(parse_line_raw(&repaired), Ok(RawMessage::Request(_))));
 }
+
+#[test]
+fn json_string_units_match_the_serialized_length() {
+    for text in
+        ["", "plain", "a\"b\\c", "\n\r\t\u{8}\u{c}", "\u{1}\u{1f}\u{7f}", "é€😀", "\u{fffd}x"]
+    {
+        let encoded = serde_json::to_string(text).unwrap();
+        let units: usize = encoded.chars().map(char::len_utf16).sum();
+        assert_eq!(json_string_units(text) + 2, units, "{text:?}");
+    }
+}

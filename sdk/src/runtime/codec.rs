@@ -30,6 +30,16 @@ pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
 /// Buffers above this capacity are given back after use rather than kept for the next frame.
 const KEEP_CAPACITY: usize = 1024 * 1024;
 
+/// Output queued beyond this many bytes makes [`FrameSink::wait_for_room`] wait: a producer
+/// that waits for room (the SDK's command runner) then stops reading its command's output, so
+/// a host that stops reading stdout leaves the worker's memory flat.
+pub const OUTBOX_HIGH_WATER: usize = 4 * 1024 * 1024;
+
+/// Notifications sent without waiting for room ([`FrameSink::send_bounded`]) are dropped once
+/// this many bytes are queued, so even a provider that never waits cannot grow the queue
+/// without bound while the host does not read.
+pub const OUTBOX_HARD_LIMIT: usize = 64 * 1024 * 1024;
+
 /// One inbound frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
@@ -251,6 +261,10 @@ struct Outbox {
     state: Mutex<OutboxState>,
     /// Wakes the writer: data after an empty buffer, a flush request, or the last sink gone.
     wake: Notify,
+    /// Wakes producers waiting for room: the writer took a batch, or output closed.
+    room: Notify,
+    /// Resolved once output has failed (the host is gone).
+    failed: Notify,
 }
 
 #[derive(Debug, Default)]
@@ -343,6 +357,97 @@ impl FrameSink {
         true
     }
 
+    /// Waits while more than [`OUTBOX_HIGH_WATER`] bytes are queued (the host is not reading
+    /// fast enough); returns at once when output has closed.
+    pub async fn wait_for_room(&self) {
+        loop {
+            let room = self.outbox.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let state = self.outbox.lock();
+                if state.closed || state.buf.len() < OUTBOX_HIGH_WATER {
+                    return;
+                }
+            }
+            room.await;
+        }
+    }
+
+    /// Bytes queued and not yet taken by the writer.
+    pub fn queued(&self) -> usize {
+        self.outbox.lock().buf.len()
+    }
+
+    /// True once the output has failed (a write error such as `EPIPE`: the host is gone).
+    pub fn is_closed(&self) -> bool {
+        self.outbox.lock().closed
+    }
+
+    /// Resolves once the output has failed (see [`is_closed`](Self::is_closed)).
+    pub async fn closed(&self) {
+        loop {
+            let failed = self.outbox.failed.notified();
+            tokio::pin!(failed);
+            failed.as_mut().enable();
+            if self.is_closed() {
+                return;
+            }
+            failed.await;
+        }
+    }
+
+    /// Queues an `execute.log` notification for `chunk` (at most
+    /// [`EXECUTE_LOG_MAX_CHUNK_CHARS`](paperclip_sandbox_protocol::methods::EXECUTE_LOG_MAX_CHUNK_CHARS)
+    /// UTF-16 code units; the caller splits), serialized straight from the borrowed text: the
+    /// line [`Notification`](paperclip_sandbox_protocol::jsonrpc::Notification) gives for it.
+    pub(crate) fn send_execute_log(
+        &self,
+        stream: paperclip_sandbox_protocol::methods::OutputStream,
+        chunk: &str,
+        invocation_id: Option<&str>,
+    ) -> bool {
+        use paperclip_sandbox_protocol::jsonrpc::INVOCATION_ID_KEY;
+        use paperclip_sandbox_protocol::methods::name;
+        use serde::ser::{SerializeMap, Serializer as _};
+
+        #[derive(Serialize)]
+        struct Params<'a> {
+            stream: paperclip_sandbox_protocol::methods::OutputStream,
+            chunk: &'a str,
+        }
+        self.append_bounded(|buf| {
+            let mut ser = serde_json::Serializer::new(buf);
+            let mut map = (&mut ser).serialize_map(None)?;
+            map.serialize_entry("jsonrpc", "2.0")?;
+            map.serialize_entry("method", name::EXECUTE_LOG)?;
+            map.serialize_entry("params", &Params { stream, chunk })?;
+            if let Some(id) = invocation_id {
+                map.serialize_entry(INVOCATION_ID_KEY, id)?;
+            }
+            map.end()
+        })
+    }
+
+    /// Queues one message unless [`OUTBOX_HARD_LIMIT`] bytes are already queued (then it is
+    /// dropped and `false` returned). For notifications that may be lost (logs); never for
+    /// answers.
+    pub fn send_bounded(&self, message: impl Into<Message>) -> bool {
+        let message = message.into();
+        self.append_bounded(|buf| serde_json::to_writer(buf, &message))
+    }
+
+    fn append_bounded<E: std::fmt::Display>(
+        &self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> bool {
+        if self.outbox.lock().buf.len() >= OUTBOX_HARD_LIMIT {
+            tracing::debug!("protocol output queue full; notification dropped");
+            return false;
+        }
+        self.append(write)
+    }
+
     /// Queues one message. Returns `false` when the writer has stopped (output closed).
     pub fn send(&self, message: impl Into<Message>) -> bool {
         let message = message.into();
@@ -427,6 +532,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut out: W, outbox: Arc<Outbox>) -> i
             std::mem::swap(&mut state.buf, &mut batch);
             (std::mem::take(&mut state.waiters), state.senders == 0)
         };
+        if !batch.is_empty() {
+            outbox.room.notify_waiters();
+        }
         let wrote = !batch.is_empty();
         let result = async {
             if wrote {
@@ -444,6 +552,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut out: W, outbox: Arc<Outbox>) -> i
             state.closed = true;
             state.buf = Vec::new();
             state.waiters.clear();
+            drop(state);
+            outbox.room.notify_waiters();
+            outbox.failed.notify_waiters();
             return Err(e);
         }
         for done in waiters {

@@ -50,6 +50,11 @@ impl Peer {
         }
     }
 
+    /// The writer this peer sends through.
+    pub(crate) fn sink(&self) -> &FrameSink {
+        &self.sink
+    }
+
     fn allocate_id(&self) -> u64 {
         loop {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -107,7 +112,9 @@ impl Peer {
     pub fn notify(&self, method: &str, params: Option<Value>, invocation_id: Option<String>) {
         let note =
             Notification { method: method.to_owned(), params, invocation: None, invocation_id };
-        if !self.sink.send(note) {
+        // A notification may be lost; it must not grow the queue without bound while the
+        // host does not read.
+        if !self.sink.send_bounded(note) {
             tracing::debug!(method, "notification dropped: protocol output closed");
         }
     }
