@@ -107,6 +107,7 @@ mod book;
 pub mod cli;
 pub mod context;
 pub mod error;
+pub(crate) mod idle;
 pub mod manifest;
 pub mod process;
 pub mod provider;
