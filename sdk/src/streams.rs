@@ -9,8 +9,11 @@
 //!
 //! As in the upstream SDK, these notifications carry no invocation id (they are bound by the
 //! stream's two ids, not by the call that opened it), empty chunks are not sent, and a
-//! duplex chunk travels as base64 ([`ChannelBytes`]). After the worker's output closes, sends
-//! are dropped.
+//! duplex chunk travels as base64 ([`ChannelBytes`]). Output chunks are never dropped: the
+//! `async` senders wait while the worker's output queue is full (the host is not reading), so
+//! a reader task that awaits them stops reading its command, which then blocks on its pipe and
+//! memory stays bounded. After the worker's output closes, sends return at once and are
+//! dropped.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,11 +63,13 @@ impl LoginPtySender {
         &self.worker_session_id
     }
 
-    /// Sends one chunk of terminal output; an empty chunk is not sent.
-    pub fn output(&self, chunk: &str) {
+    /// Sends one chunk of terminal output; an empty chunk is not sent. Waits while the
+    /// output queue is full.
+    pub async fn output(&self, chunk: &str) {
         if chunk.is_empty() {
             return;
         }
+        self.peer.sink().wait_for_room().await;
         send::<methods::LoginPtyOutput>(
             &self.peer,
             &LoginPtyOutputParams::new(&*self.host_route_id, &*self.worker_session_id, chunk),
@@ -113,11 +118,13 @@ impl DuplexSender {
         &self.worker_session_id
     }
 
-    /// Sends one chunk of output bytes (as base64); an empty chunk is not sent.
-    pub fn data(&self, chunk: &[u8]) {
+    /// Sends one chunk of output bytes (as base64); an empty chunk is not sent. Waits while
+    /// the output queue is full.
+    pub async fn data(&self, chunk: &[u8]) {
         if chunk.is_empty() {
             return;
         }
+        self.peer.sink().wait_for_room().await;
         send::<methods::DuplexChannelData>(
             &self.peer,
             &DuplexChannelDataParams::new(

@@ -216,7 +216,7 @@ async fn forward(stream: Option<impl AsyncRead + Unpin>, sender: DuplexSender) {
     loop {
         match stream.read(&mut buf).await {
             Ok(0) | Err(_) => return,
-            Ok(n) => sender.data(&buf[..n]),
+            Ok(n) => sender.data(&buf[..n]).await,
         }
     }
 }
