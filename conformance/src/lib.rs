@@ -20,6 +20,7 @@
 //! | [`replay`] | re-send a failure transcript to a fresh worker and diff the answers |
 //! | [`package`] | turn a worker binary into an npm-installable plugin folder (Node shim) |
 
+mod assert;
 pub mod catalogue;
 pub mod checks;
 pub mod context;
@@ -36,6 +37,7 @@ pub mod requirements;
 pub mod runner;
 pub mod transcript;
 
+pub use assert::assert_conformant;
 pub use context::RunOptions;
 pub use error::HarnessError;
 pub use report::RunReport;

@@ -2,7 +2,7 @@
 //! what it needs. Gating and the printed skip reason come from here, never from inside a check.
 
 use paperclip_sandbox_protocol::capabilities::Capability;
-use paperclip_sandbox_protocol::methods::name;
+use paperclip_sandbox_protocol::methods::Method as M;
 use paperclip_sandbox_protocol::HostProfile;
 
 use crate::checks::{envelopes, execute, framing, handshake, lifecycle, manifest, shutdown, sync};
@@ -26,8 +26,9 @@ pub enum Scope {
 /// A precondition of a check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {
-    /// The worker advertises this method in `supportedMethods`.
-    Method(&'static str),
+    /// The worker advertises this method in `supportedMethods` (a row of the protocol's
+    /// method table).
+    Method(M),
     /// This capability is effective.
     Capability(Capability),
     /// The run targets this host profile.
@@ -86,8 +87,8 @@ const fn check(
 use Need::{Capability as Cap, Manifest, Method, Oversize, Profile};
 use Scope::{Fresh, Main, Offline};
 
-const ACQUIRE: Need = Method(name::ENVIRONMENT_ACQUIRE_LEASE);
-const EXECUTE: Need = Method(name::ENVIRONMENT_EXECUTE);
+const ACQUIRE: Need = Method(M::EnvironmentAcquireLease);
+const EXECUTE: Need = Method(M::EnvironmentExecute);
 
 /// Every check, in running order (run-wide checks last).
 pub const CHECKS: &[Check] = &[
@@ -248,7 +249,7 @@ pub const CHECKS: &[Check] = &[
         "LIFE-VALIDATE-1",
         "validateConfig accepts the config",
         Main,
-        &[Method(name::ENVIRONMENT_VALIDATE_CONFIG)],
+        &[Method(M::EnvironmentValidateConfig)],
         lifecycle::validate_config,
     ),
     check(
@@ -256,7 +257,7 @@ pub const CHECKS: &[Check] = &[
         "LIFE-PROBE-1",
         "probe answers ok",
         Main,
-        &[Method(name::ENVIRONMENT_PROBE)],
+        &[Method(M::EnvironmentProbe)],
         lifecycle::probe,
     ),
     check(
@@ -272,7 +273,7 @@ pub const CHECKS: &[Check] = &[
         "LIFE-REALIZE-1",
         "realize answers a cwd",
         Main,
-        &[ACQUIRE, Method(name::ENVIRONMENT_REALIZE_WORKSPACE)],
+        &[ACQUIRE, Method(M::EnvironmentRealizeWorkspace)],
         lifecycle::realize,
     ),
     check(
@@ -329,7 +330,7 @@ pub const CHECKS: &[Check] = &[
         "SYNC-1",
         "syncIn then syncOut keep bytes, modes, excludes, order",
         Main,
-        &[ACQUIRE, Method(name::ENVIRONMENT_SYNC_IN), Method(name::ENVIRONMENT_SYNC_OUT)],
+        &[ACQUIRE, Method(M::EnvironmentSyncIn), Method(M::EnvironmentSyncOut)],
         sync::round_trip,
     ),
     check(
@@ -337,7 +338,7 @@ pub const CHECKS: &[Check] = &[
         "LIFE-RELEASE-1",
         "release answers null or a receipt naming the lease",
         Main,
-        &[ACQUIRE, Method(name::ENVIRONMENT_RELEASE_LEASE)],
+        &[ACQUIRE, Method(M::EnvironmentReleaseLease)],
         lifecycle::release,
     ),
     check(
@@ -345,7 +346,7 @@ pub const CHECKS: &[Check] = &[
         "LIFE-RESUME-1",
         "resume of a live lease returns it",
         Main,
-        &[ACQUIRE, Method(name::ENVIRONMENT_RESUME_LEASE)],
+        &[ACQUIRE, Method(M::EnvironmentResumeLease)],
         lifecycle::resume_live,
     ),
     check(
@@ -353,7 +354,7 @@ pub const CHECKS: &[Check] = &[
         "LIFE-RESUME-2",
         "resume of a destroyed lease returns providerLeaseId null",
         Main,
-        &[ACQUIRE, Method(name::ENVIRONMENT_RESUME_LEASE), Method(name::ENVIRONMENT_DESTROY_LEASE)],
+        &[ACQUIRE, Method(M::EnvironmentResumeLease), Method(M::EnvironmentDestroyLease)],
         lifecycle::resume_destroyed,
     ),
     check(
@@ -361,7 +362,7 @@ pub const CHECKS: &[Check] = &[
         "LIFE-DESTROY-1",
         "destroy twice succeeds",
         Main,
-        &[ACQUIRE, Method(name::ENVIRONMENT_DESTROY_LEASE)],
+        &[ACQUIRE, Method(M::EnvironmentDestroyLease)],
         lifecycle::destroy_idempotent,
     ),
     check(
@@ -369,7 +370,7 @@ pub const CHECKS: &[Check] = &[
         "LIFE-STOP-1",
         "stop answers a stopped receipt and keeps files",
         Main,
-        &[Profile(HostProfile::Paperclip2026_11), ACQUIRE, Method(name::ENVIRONMENT_STOP_LEASE)],
+        &[Profile(HostProfile::Paperclip2026_11), ACQUIRE, Method(M::EnvironmentStopLease)],
         lifecycle::stop_keeps_files,
     ),
     check(
@@ -426,7 +427,7 @@ pub const CHECKS: &[Check] = &[
 pub fn skip_reason(check: &Check, env: &RunEnv, facts: &WorkerFacts) -> Option<String> {
     for need in check.needs {
         let missing = match *need {
-            Need::Method(m) if !facts.advertises(m) => {
+            Need::Method(m) if !facts.advertises(m.as_str()) => {
                 format!("the worker does not advertise {m} in supportedMethods")
             }
             Need::Capability(c) if !facts.has(c) => {
@@ -477,7 +478,7 @@ pub fn describe_needs(check: &Check) -> String {
         .needs
         .iter()
         .map(|n| match n {
-            Need::Method(m) => (*m).to_owned(),
+            Need::Method(m) => m.as_str().to_owned(),
             Need::Capability(c) => format!("capability {c}"),
             Need::Profile(p) => p.to_string(),
             Need::Manifest => "manifest".into(),

@@ -110,6 +110,12 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     let steps = steps(&chapter);
     let files = steps.iter().filter(|s| matches!(s, Step::File { .. })).count();
     assert_eq!(files, 1, "the chapter writes src/main.rs once: {steps:?}");
+    for step in &steps {
+        if let Step::File { contents, .. } = step {
+            let lines = contents.lines().count();
+            assert!(lines <= 110, "the Quick start provider is {lines} lines; keep it at most 110");
+        }
+    }
     let commands = steps.iter().filter_map(|s| match s {
         Step::Shell(c) => Some(c.as_str()),
         Step::File { .. } => None,
@@ -128,6 +134,10 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     let scratch = std::env::temp_dir().join(format!("quick-start-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).unwrap();
+    // The provider keeps its leases under the temporary directory: give it one of its own, to
+    // see what it leaves behind.
+    let tmp = scratch.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     let harness = Path::new(env!("CARGO_BIN_EXE_sandbox-conformance"));
     let path = std::env::join_paths(
         std::iter::once(harness.parent().unwrap().to_path_buf())
@@ -145,6 +155,7 @@ fn quick_start_chapter_produces_a_conforming_provider() {
         .env("PATH", path)
         .env("CARGO_TARGET_DIR", &target)
         .env("CARGO_TERM_COLOR", "never")
+        .env("TMPDIR", &tmp)
         .output()
         .expect("bash runs");
     let elapsed = started.elapsed();
@@ -158,7 +169,24 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     assert!(stdout.contains("Temporary directory"), "the manifest was printed:\n{stdout}");
     eprintln!("quick start replayed in {elapsed:?}");
     check_plugin_folder(&scratch.join("dir-provider/target/plugin"), &target.join("debug"));
+    let left = lease_dirs(&tmp);
+    assert!(left.is_empty(), "the harness run left lease directories behind: {left:?}");
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// Every `lease-*` directory under `dir`, at any depth.
+fn lease_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if entry.file_name().to_string_lossy().starts_with("lease-") {
+                found.push(path.clone());
+            }
+            found.extend(lease_dirs(&path));
+        }
+    }
+    found
 }
 
 fn read_json(path: &Path) -> Value {

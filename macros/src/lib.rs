@@ -8,9 +8,10 @@
 //!
 //! 1. records the hooks the block defines and generates `implemented_methods()` returning
 //!    their wire names, and `impl ImplementedHooks for T { const METHODS: … }` with the same
-//!    list, each name spelled through the protocol crate's constant
-//!    (`::paperclip_sandbox_sdk::protocol::methods::name::…`), so `supportedMethods` is exactly
-//!    the set of hooks written;
+//!    list, each name spelled through the protocol crate's method table
+//!    (`::paperclip_sandbox_sdk::protocol::methods::Method::….as_str()`), so `supportedMethods`
+//!    is exactly the set of hooks written. The hooks are the table's (`methods::HOOKS`): this
+//!    crate keeps no list of its own;
 //! 2. rejects, with an error at the method's name, any method that is not a hook of the trait
 //!    (and a hand-written `implemented_methods`), and a `sync_in` without `sync_out` or the
 //!    reverse (the host uses native sync only as a pair), reporting every such error at once;

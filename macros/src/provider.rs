@@ -1,70 +1,18 @@
-//! `#[provider]`: the hooks of an `impl SandboxProvider` block, advertised exactly.
+//! `#[provider]`: the hooks of an `impl SandboxProvider` block, advertised exactly. The hooks
+//! are the protocol crate's method table's ([`HOOKS`]).
 
-use paperclip_sandbox_protocol::methods::name;
+use paperclip_sandbox_protocol::methods::{HookInfo, Method, HOOKS};
 use proc_macro2::TokenStream as TokenStream2;
 use quote::{format_ident, quote};
 use syn::parse::Parser;
 use syn::{ImplItem, ItemImpl};
 
-/// One hook of `SandboxProvider`.
-pub(crate) struct Hook {
-    /// The Rust method name.
-    pub rust: &'static str,
-    /// The protocol crate's method-name constant and its value (the wire name); `None` for a
-    /// hook that serves a notification and so is not advertised.
-    pub wire: Option<(&'static str, &'static str)>,
-}
+/// The methods the host uses for native sync only as a pair.
+const SYNC_PAIR: [Method; 2] = [Method::EnvironmentSyncIn, Method::EnvironmentSyncOut];
 
-const fn hook(rust: &'static str, constant: &'static str, wire: &'static str) -> Hook {
-    Hook { rust, wire: Some((constant, wire)) }
-}
-
-/// Every hook of `SandboxProvider`. Checked against the SDK's table and the protocol registry
-/// by the SDK's tests.
-pub(crate) const HOOKS: &[Hook] = &[
-    hook("initialize", "INITIALIZE", name::INITIALIZE),
-    hook("config_changed", "CONFIG_CHANGED", name::CONFIG_CHANGED),
-    hook("health", "HEALTH", name::HEALTH),
-    hook("shutdown", "SHUTDOWN", name::SHUTDOWN),
-    Hook { rust: "on_event", wire: None },
-    hook("validate_config", "ENVIRONMENT_VALIDATE_CONFIG", name::ENVIRONMENT_VALIDATE_CONFIG),
-    hook("probe", "ENVIRONMENT_PROBE", name::ENVIRONMENT_PROBE),
-    hook("acquire_lease", "ENVIRONMENT_ACQUIRE_LEASE", name::ENVIRONMENT_ACQUIRE_LEASE),
-    hook("resume_lease", "ENVIRONMENT_RESUME_LEASE", name::ENVIRONMENT_RESUME_LEASE),
-    hook("release_lease", "ENVIRONMENT_RELEASE_LEASE", name::ENVIRONMENT_RELEASE_LEASE),
-    hook("destroy_lease", "ENVIRONMENT_DESTROY_LEASE", name::ENVIRONMENT_DESTROY_LEASE),
-    hook("stop_lease", "ENVIRONMENT_STOP_LEASE", name::ENVIRONMENT_STOP_LEASE),
-    hook("realize_workspace", "ENVIRONMENT_REALIZE_WORKSPACE", name::ENVIRONMENT_REALIZE_WORKSPACE),
-    hook("execute", "ENVIRONMENT_EXECUTE", name::ENVIRONMENT_EXECUTE),
-    hook("sync_in", "ENVIRONMENT_SYNC_IN", name::ENVIRONMENT_SYNC_IN),
-    hook("sync_out", "ENVIRONMENT_SYNC_OUT", name::ENVIRONMENT_SYNC_OUT),
-    hook(
-        "runner_ingress_endpoint",
-        "ENVIRONMENT_RUNNER_INGRESS_ENDPOINT",
-        name::ENVIRONMENT_RUNNER_INGRESS_ENDPOINT,
-    ),
-    hook(
-        "start_interactive_setup",
-        "ENVIRONMENT_START_INTERACTIVE_SETUP",
-        name::ENVIRONMENT_START_INTERACTIVE_SETUP,
-    ),
-    hook(
-        "get_interactive_setup",
-        "ENVIRONMENT_GET_INTERACTIVE_SETUP",
-        name::ENVIRONMENT_GET_INTERACTIVE_SETUP,
-    ),
-    hook(
-        "cancel_interactive_setup",
-        "ENVIRONMENT_CANCEL_INTERACTIVE_SETUP",
-        name::ENVIRONMENT_CANCEL_INTERACTIVE_SETUP,
-    ),
-    hook("capture_template", "ENVIRONMENT_CAPTURE_TEMPLATE", name::ENVIRONMENT_CAPTURE_TEMPLATE),
-    hook("delete_template", "ENVIRONMENT_DELETE_TEMPLATE", name::ENVIRONMENT_DELETE_TEMPLATE),
-];
-
-/// The hook serving wire method `wire`.
-pub(crate) fn hook_for_wire(wire: &str) -> Option<&'static Hook> {
-    HOOKS.iter().find(|h| h.wire.is_some_and(|(_, w)| w == wire))
+/// The hook of `SandboxProvider` with this Rust name (the protocol's method table lists them).
+pub(crate) fn hook(rust: &str) -> Option<&'static HookInfo> {
+    HOOKS.iter().find(|h| h.hook == rust)
 }
 
 /// The attribute's entry point (see the crate docs).
@@ -132,17 +80,15 @@ fn expand(krate: &TokenStream2, block: &mut ItemImpl) -> (TokenStream2, Option<s
             rejected.push(ident.clone());
             continue;
         }
-        if name == "sync_in" || name == "sync_out" {
+        if SYNC_PAIR.iter().any(|m| m.info().hook == Some(name.as_str())) {
             sync_hooks.push(ident.clone());
         }
-        match HOOKS.iter().find(|hook| hook.rust == name) {
-            Some(Hook { wire: Some((constant, _)), .. }) => {
-                wire.push(format_ident!("{}", constant))
-            }
-            Some(Hook { wire: None, .. }) => {}
+        match hook(&name) {
+            Some(HookInfo { method: Some(method), .. }) => wire.push(format_ident!("{method:?}")),
+            Some(_) => {}
             None => {
                 rejected.push(ident.clone());
-                let hooks: Vec<&str> = HOOKS.iter().map(|h| h.rust).collect();
+                let hooks: Vec<&str> = HOOKS.iter().map(|h| h.hook).collect();
                 push(syn::Error::new(
                     ident.span(),
                     format!(
@@ -154,10 +100,12 @@ fn expand(krate: &TokenStream2, block: &mut ItemImpl) -> (TokenStream2, Option<s
         }
     }
     if let [only] = sync_hooks.as_slice() {
-        let (written, missing) = if only == "sync_in" {
-            ("sync_in` (environmentSyncIn", "sync_out` (environmentSyncOut")
+        let describe = |m: Method| format!("{}` ({m}", m.info().hook.unwrap_or_default());
+        let [a, b] = SYNC_PAIR;
+        let (written, missing) = if a.info().hook == Some(only.to_string().as_str()) {
+            (describe(a), describe(b))
         } else {
-            ("sync_out` (environmentSyncOut", "sync_in` (environmentSyncIn")
+            (describe(b), describe(a))
         };
         push(syn::Error::new(
             only.span(),
@@ -178,7 +126,7 @@ fn expand(krate: &TokenStream2, block: &mut ItemImpl) -> (TokenStream2, Option<s
     let hooks_impl = quote! {
         impl #impl_generics #krate::ImplementedHooks for #self_ty #where_clause {
             const METHODS: &'static [&'static str] =
-                &[ #( #krate::protocol::methods::name::#wire ),* ];
+                &[ #( #krate::protocol::methods::Method::#wire.as_str() ),* ];
         }
     };
     let has_async_trait = block
@@ -212,15 +160,15 @@ mod tests {
             impl SandboxProvider for P {
                 async fn execute(&self, p: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> { todo() }
                 async fn on_event(&self, p: Value, cx: Context) {}
-                async fn health(&self, cx: Context) -> HookResult<HealthResult> { todo() }
+                async fn health(&self, p: HealthParams, cx: Context) -> HookResult<HealthResult> { todo() }
             }
         })
         .unwrap();
         let compact: String = out.split_whitespace().collect();
         assert!(
             compact.contains(
-                "&[::paperclip_sandbox_sdk::protocol::methods::name::ENVIRONMENT_EXECUTE,\
-             ::paperclip_sandbox_sdk::protocol::methods::name::HEALTH]"
+                "&[::paperclip_sandbox_sdk::protocol::methods::Method::EnvironmentExecute.as_str(),\
+             ::paperclip_sandbox_sdk::protocol::methods::Method::Health.as_str()]"
             ),
             "{out}"
         );
@@ -266,9 +214,13 @@ mod tests {
     }
 
     #[test]
-    fn hook_table_uses_the_protocol_names() {
-        assert_eq!(hook_for_wire("environmentSyncIn").map(|h| h.rust), Some("sync_in"));
-        assert!(hook_for_wire("duplexChannelOpen").is_none());
+    fn hook_table_is_the_protocol_table() {
+        let sync_in = hook("sync_in").and_then(|h| h.method).map(|m| m.as_str());
+        assert_eq!(sync_in, Some("environmentSyncIn"));
+        assert_eq!(hook("on_event").map(|h| h.method), Some(None));
+        let duplex = hook("duplex_channel_open").and_then(|h| h.method).map(|m| m.as_str());
+        assert_eq!(duplex, Some("duplexChannelOpen"));
+        assert!(hook("release_idle_sleep").is_none(), "the runtime answers releaseIdleSleep");
     }
 
     #[test]

@@ -99,9 +99,10 @@ mod tests {
         assert!(s.contains_key("Manifest"));
         assert!(s.contains_key("prepareIdleSleepResult"));
         assert!(s.contains_key("duplexChannel.dataParams"));
-        // 45 request methods (params and result), 5 notifications of their own (the `log`
-        // notification shares the request's params), ErrorObject, Invocation, Manifest.
-        assert_eq!(s.len(), 45 * 2 + 5 + 3);
+        assert!(s.contains_key("releaseIdleSleepParams"));
+        // 44 request methods with types (params and result), 6 notifications of their own
+        // (`log` shares the request's params), ErrorObject, Invocation, Manifest.
+        assert_eq!(s.len(), 44 * 2 + 6 + 3);
         for (k, v) in &s {
             assert!(!has_ref(v), "{k} has a $ref");
         }

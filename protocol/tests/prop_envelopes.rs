@@ -2,13 +2,12 @@
 //! re-serializes with only allowlisted keys and values that satisfy the envelope rules.
 
 use paperclip_sandbox_protocol::capabilities::resolve::{DeclaredCapabilities, ResolveInput};
+use paperclip_sandbox_protocol::envelope::creation_cleanup::read_acquisition_diagnostic;
 use paperclip_sandbox_protocol::envelope::creation_cleanup::{
     creation_cleanup_data, is_account_fingerprint, is_identifier, is_label_key,
     read_creation_cleanup, read_creation_cleanup_from_error, Ownership, MAX_LABELS, OWNERSHIP_KEYS,
 };
-use paperclip_sandbox_protocol::envelope::diagnostic::{
-    read_acquisition_diagnostic, AcquisitionDiagnostic,
-};
+use paperclip_sandbox_protocol::envelope::diagnostic::AcquisitionDiagnostic;
 use paperclip_sandbox_protocol::envelope::ingress::validate_runner_ingress;
 use paperclip_sandbox_protocol::envelope::receipt::accept_termination_receipt;
 use paperclip_sandbox_protocol::envelope::resume::resume_replacement_reason;

@@ -14,13 +14,12 @@
 //! (through the envelope builders); the wire form belongs to the SDK's tests. The envelopes are
 //! a November feature, so under `paperclip-2026-09` no case ever attaches data.
 
+use paperclip_sandbox_protocol::envelope::creation_cleanup::read_acquisition_diagnostic;
 use paperclip_sandbox_protocol::envelope::creation_cleanup::{
     creation_cleanup_data_for_profile, read_creation_cleanup_from_error, Ownership,
     CREATION_CLEANUP_SCHEMA,
 };
-use paperclip_sandbox_protocol::envelope::diagnostic::{
-    read_acquisition_diagnostic, AcquisitionDiagnostic,
-};
+use paperclip_sandbox_protocol::envelope::diagnostic::AcquisitionDiagnostic;
 use paperclip_sandbox_protocol::envelope::sync_error::{
     read_sync_error_from_error, sync_error_data_for_profile,
 };

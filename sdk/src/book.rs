@@ -30,4 +30,5 @@ chapters! {
     Packaging => "packaging.md",
     ReferenceSchemas => "reference/schemas.md",
     ReferenceChecks => "reference/checks.md",
+    DesignDecisions => "design-decisions.md",
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use paperclip_sandbox_protocol::jsonrpc::{ErrorObject, Id, Invocation};
 use paperclip_sandbox_protocol::methods::{
-    self, name, ConfigGetParams, JsonObject, LogLevel, LogParams, OutputStream, RpcMethod,
+    self, name, ConfigGetParams, JsonObject, LogLevel, LogParams, Method, OutputStream, RpcMethod,
     RpcNotification,
 };
 use serde_json::value::RawValue;
@@ -100,8 +100,7 @@ impl fmt::Debug for Context {
 }
 
 impl Context {
-    /// `deadline` comes from [`deadline_for`] or [`deadline_for_raw`], taken when the request
-    /// was read.
+    /// `deadline` comes from [`deadline_for`], taken when the request was read.
     pub(crate) fn new(
         method: Cow<'static, str>,
         request_id: Option<Id>,
@@ -113,6 +112,19 @@ impl Context {
         Context {
             inner: Arc::new(Inner { method, request_id, invocation, cancel, deadline, peer }),
         }
+    }
+
+    /// This context with another cancellation (the idle-drain hook's is the hold's end).
+    pub(crate) fn with_cancellation(&self, cancel: CancellationToken) -> Context {
+        let i = &self.inner;
+        Context::new(
+            i.method.clone(),
+            i.request_id.clone(),
+            i.invocation.clone(),
+            i.deadline,
+            cancel,
+            i.peer.clone(),
+        )
     }
 
     /// The wire name of the method being served.
@@ -169,7 +181,7 @@ impl Context {
     /// character boundaries. The final result must still carry the full output.
     ///
     /// While the host does not read, chunks are dropped once the output queue holds
-    /// [`OUTBOX_HARD_LIMIT`](crate::runtime::codec::OUTBOX_HARD_LIMIT) bytes. Prefer
+    /// [`OUTBOX_HARD_LIMIT`](crate::OUTBOX_HARD_LIMIT) bytes. Prefer
     /// [`send_execute_log`](Self::send_execute_log), which waits for room instead (what the
     /// SDK's command runner, [`crate::process`], does).
     pub fn execute_log(&self, stream: OutputStream, chunk: &str) {
@@ -192,7 +204,7 @@ impl Context {
 
     /// Streams a chunk as [`execute_log`](Self::execute_log) does, but first waits while the
     /// output queue is full (more than
-    /// [`OUTBOX_HIGH_WATER`](crate::runtime::codec::OUTBOX_HIGH_WATER) bytes queued because
+    /// [`OUTBOX_HIGH_WATER`](crate::OUTBOX_HIGH_WATER) bytes queued because
     /// the host is not reading). A producer that awaits this stops reading its command's
     /// output meanwhile, so the command blocks on its pipe and memory stays flat. Returns at
     /// once when the host is gone (the chunk is dropped).
@@ -294,17 +306,10 @@ pub(crate) fn split_chunk(chunk: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// The deadline of a call: `params.timeoutMs` of `environmentExecute`, nothing otherwise.
-pub(crate) fn deadline_for(method: &str, params: Option<&Value>) -> Option<Instant> {
-    if method != name::ENVIRONMENT_EXECUTE {
-        return None;
-    }
-    deadline_after(params?.get("timeoutMs")?.as_f64()?)
-}
-
-/// [`deadline_for`] from raw params: the same answer, reading only `timeoutMs`.
-pub(crate) fn deadline_for_raw(method: &str, params: Option<&RawValue>) -> Option<Instant> {
-    if method != name::ENVIRONMENT_EXECUTE {
+/// The deadline of a call: `params.timeoutMs` of `environmentExecute` (read from the raw
+/// params, the last one when the key repeats), nothing otherwise.
+pub(crate) fn deadline_for(method: Method, params: Option<&RawValue>) -> Option<Instant> {
+    if method != Method::EnvironmentExecute {
         return None;
     }
     let TimeoutMs(ms) = serde_json::from_str(params?.get()).ok()?;
@@ -360,30 +365,29 @@ impl<'de> serde::Deserialize<'de> for TimeoutMs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn raw_deadline_agrees_with_value_deadline() {
-        for params in [
-            r#"{"timeoutMs": 5000}"#,
-            r#"{"timeoutMs": 0}"#,
-            r#"{"timeoutMs": -1}"#,
-            r#"{"timeoutMs": "5000"}"#,
-            r#"{"timeoutMs": null}"#,
-            r#"{"timeoutMs": 1, "timeoutMs": 2.5, "x": [1, {"timeoutMs": 3}]}"#,
-            r#"{"timeout\u004ds": 5}"#,
-            r#"{"timeoutMs": 1e300}"#,
-            r#"{}"#,
-            r#"[1]"#,
-            r#"7"#,
+    fn deadline_only_for_execute_with_a_positive_number() {
+        for (params, expected) in [
+            (r#"{"timeoutMs": 5000}"#, true),
+            (r#"{"timeoutMs": 0}"#, false),
+            (r#"{"timeoutMs": -1}"#, false),
+            (r#"{"timeoutMs": "5000"}"#, false),
+            (r#"{"timeoutMs": null}"#, false),
+            (r#"{"timeoutMs": 1, "timeoutMs": 2.5, "x": [1, {"timeoutMs": 3}]}"#, true),
+            (r#"{"timeoutMs": 1, "timeoutMs": null}"#, false),
+            (r#"{"timeout\u004ds": 5}"#, true),
+            (r#"{"timeoutMs": 1e300}"#, true),
+            (r#"{}"#, false),
+            (r#"[1]"#, false),
+            (r#"7"#, false),
         ] {
-            let value: Value = serde_json::from_str(params).unwrap();
             let raw: Box<RawValue> = serde_json::from_str(params).unwrap();
-            let slow = deadline_for(name::ENVIRONMENT_EXECUTE, Some(&value));
-            let fast = deadline_for_raw(name::ENVIRONMENT_EXECUTE, Some(&raw));
-            assert_eq!(slow.is_some(), fast.is_some(), "{params}");
+            let got = deadline_for(Method::EnvironmentExecute, Some(&raw));
+            assert_eq!(got.is_some(), expected, "{params}");
+            assert!(deadline_for(Method::EnvironmentProbe, Some(&raw)).is_none());
         }
-        assert!(deadline_for_raw(name::ENVIRONMENT_PROBE, None).is_none());
+        assert!(deadline_for(Method::EnvironmentExecute, None).is_none());
     }
 
     #[test]
@@ -396,15 +400,6 @@ mod tests {
         assert_eq!(pieces.len(), 2);
         assert!(pieces.iter().all(|p| methods::js_length(p) <= max));
         assert_eq!(pieces.concat(), text);
-    }
-
-    #[test]
-    fn deadline_only_for_execute_with_timeout() {
-        let p = json!({"timeoutMs": 5000});
-        assert!(deadline_for(name::ENVIRONMENT_EXECUTE, Some(&p)).is_some());
-        assert!(deadline_for(name::ENVIRONMENT_PROBE, Some(&p)).is_none());
-        assert!(deadline_for(name::ENVIRONMENT_EXECUTE, Some(&json!({"timeoutMs": 0}))).is_none());
-        assert!(deadline_for(name::ENVIRONMENT_EXECUTE, None).is_none());
     }
 
     #[tokio::test]

@@ -24,8 +24,6 @@
 //! While sealed, admission fails with [`IDLE_SEALED_MESSAGE`]. A release with another owner
 //! is ignored; the hold also ends on its own at `expiresAt`.
 
-#![cfg_attr(not(test), allow(dead_code))] // wired into the runtime with the idle-sleep rows of the method table
-
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -101,6 +99,16 @@ impl Drop for Admission {
     }
 }
 
+impl std::fmt::Debug for IdleGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.lock();
+        f.debug_struct("IdleGate")
+            .field("active", &s.active)
+            .field("sealed", &s.hold.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl std::fmt::Debug for Admission {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Admission")
@@ -129,6 +137,7 @@ impl IdleGate {
     }
 
     /// True while a hold seals the worker.
+    #[cfg(test)]
     pub(crate) fn is_sealed(&self) -> bool {
         self.lock().current().is_some()
     }

@@ -59,8 +59,9 @@
 //!   the impl block, maps each to its wire name through the protocol crate's constants, and
 //!   generates [`SandboxProvider::implemented_methods`] from them; a method that is not a hook
 //!   is a compile error at its name. The runtime serves exactly the listed hooks (`-32004`
-//!   for any other known method, `-32601` for unknown ones) and advertises exactly them plus
-//!   `health` and `shutdown`. The macro also applies `#[async_trait]`.
+//!   for any other known method, `-32601` for unknown ones) and advertises exactly them, as the
+//!   upstream SDK does (`health` and `shutdown` are answered without a hook, but advertised only
+//!   with one). The macro also applies `#[async_trait]`.
 //! * **The manifest cannot lie.** [`#[derive(PluginManifest)]`](macro@PluginManifest) writes
 //!   the manifest from attributes, checks them with the protocol crate's validator and
 //!   capability table while the provider compiles, and refuses a declared capability whose
@@ -68,18 +69,17 @@
 //!   [`ImplementedHooks`], a constant the attribute emits). [`run_plugin`] answers
 //!   `--manifest [--profile …]` ([`cli`]); [`manifest::manifest_module`] writes the
 //!   `manifest.js` the host installs.
-//! * **The runtime is layers** ([`runtime`]): a cancellation-safe line reader with a frame cap,
+//! * **The runtime is layers** (internal): a cancellation-safe line reader with a frame cap,
 //!   one writer task that batches frames and flushes once per batch, a dispatcher that runs
 //!   requests concurrently (bounded; the reader never waits for capacity) and notifications in
-//!   order, and a peer for worker→host calls with its own ids. The low-level
-//!   [`runtime::dispatch::Handler`] trait is what the runtime drives;
-//!   [`SandboxProvider`] is a typed adapter on top.
+//!   order, and a peer for worker→host calls with its own ids. Params are deserialized
+//!   straight from the raw line into the hook's params type, and results serialized once.
 //! * **stdout is the protocol.** [`Worker::serve_stdio`] moves frames to a private duplicate
 //!   of fd 1 and points fd 1 at stderr, so a stray `println!` cannot corrupt the stream. The
 //!   SDK logs through `tracing` to stderr ([`init_tracing`]). Likewise it reads frames from a
 //!   private duplicate of fd 0 and points fd 0 at `/dev/null`, so spawned commands never
 //!   inherit the host's input; pipes and sockets are then served through epoll, not the
-//!   blocking pool ([`runtime::stdio`]).
+//!   blocking pool.
 //! * **One thread by default.** [`run`] and [`Worker::run_stdio`] serve on a current-thread
 //!   runtime ([`Worker::worker_threads`] for more): the reader, the writer and the hooks
 //!   then hand off to each other without cross-thread wake-ups. Hooks must not block the
@@ -111,7 +111,7 @@ pub(crate) mod idle;
 pub mod manifest;
 pub mod process;
 pub mod provider;
-pub mod runtime;
+mod runtime;
 pub mod services;
 pub mod streams;
 pub mod testing;
@@ -122,10 +122,13 @@ pub use manifest::{manifest_module, ManifestSpec, PluginManifest};
 pub use paperclip_sandbox_protocol::methods::{LogLevel, OutputStream};
 pub use paperclip_sandbox_protocol::secret::Secret;
 pub use provider::{HookResult, ImplementedHooks, SandboxProvider};
-pub use runtime::lifecycle::{RuntimeConfig, ServeEnd};
+pub use runtime::{
+    RuntimeConfig, ServeEnd, DEFAULT_FRAME_LIMIT, DEFAULT_HOST_CALL_TIMEOUT,
+    DEFAULT_MAX_CONCURRENCY, DEFAULT_SHUTDOWN_GRACE, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER,
+};
 pub use streams::{DuplexSender, LoginPtySender};
 
-use runtime::dispatch::Handler;
+use runtime::Handler;
 
 /// Everything a provider usually needs: the trait, the macros, the context, errors, the
 /// protocol's params and result types of every method, and what a config type needs
@@ -142,8 +145,11 @@ pub mod prelude {
 /// Support for the code the macros generate; not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::provider::typed;
     pub use paperclip_sandbox_protocol::capabilities::{Capability, CAPABILITIES};
     pub use paperclip_sandbox_protocol::manifest::Category;
+    pub use serde_json::value::RawValue;
+    pub use serde_json::Value;
 
     /// True when `methods` contains `name` (a const fn: compares bytes).
     pub const fn contains(methods: &[&str], name: &str) -> bool {
@@ -186,7 +192,7 @@ pub mod __private {
     }
 }
 
-/// A worker ready to serve: a provider (or a raw [`Handler`]) and the runtime's tunables.
+/// A worker ready to serve: a provider and the runtime's tunables.
 pub struct Worker {
     handler: Arc<dyn Handler>,
     config: RuntimeConfig,
@@ -196,12 +202,8 @@ pub struct Worker {
 impl Worker {
     /// A worker serving `provider` with the default tunables.
     pub fn new<P: SandboxProvider>(provider: P) -> Self {
-        Worker::from_handler(provider::ProviderHandler(provider))
-    }
-
-    /// A worker over a low-level handler.
-    pub fn from_handler(handler: impl Handler) -> Self {
-        Worker { handler: Arc::new(handler), config: RuntimeConfig::default(), worker_threads: 1 }
+        let handler: Arc<dyn Handler> = Arc::new(provider::ProviderHandler(provider));
+        Worker { handler, config: RuntimeConfig::default(), worker_threads: 1 }
     }
 
     /// How many hooks may run at once (default 64; at least 1). Requests past the bound wait
@@ -245,7 +247,7 @@ impl Worker {
         R: tokio::io::AsyncRead + Unpin + Send,
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        runtime::lifecycle::serve(self.handler, self.config, reader, writer).await
+        runtime::serve::serve(self.handler, self.config, reader, writer).await
     }
 
     /// Serves the host over stdin/stdout, then exits the process with code 0.

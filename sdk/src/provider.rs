@@ -1,68 +1,36 @@
-//! The typed provider trait, [`SandboxProvider`], and its adapter onto the runtime's
-//! [`Handler`].
+//! The typed provider trait, [`SandboxProvider`], and its adapter onto the runtime.
 //!
-//! Every hook has a default that answers `-32004 <method> is not implemented by this plugin`.
+//! The trait's hooks are generated from the protocol crate's method table
+//! ([`paperclip_sandbox_protocol::methods::table`]): one hook per row with a hook, taking the
+//! row's params type and returning its result type. Every hook has a default that answers
+//! `-32004 <method> is not implemented by this plugin`; the runtime calls only the hooks
+//! [`SandboxProvider::implemented_methods`] lists (and answers `initialize`, `health`,
+//! `shutdown` and `configChanged` itself when they are not listed).
 //! [`SandboxProvider::implemented_methods`] has no default: write the impl block under
-//! [`#[provider]`](macro@crate::provider), which generates it from the hooks the block defines, so
-//! `supportedMethods` is always exactly the set of hooks written.
+//! [`#[provider]`](macro@crate::provider), which generates it from the hooks the block defines,
+//! so `supportedMethods` is always exactly the set of hooks written.
 //!
-//! Params arrive as JSON and are deserialized into the hook's params type; a value that does
-//! not fit is answered `-32602 Invalid params: …` without calling the hook. Unknown fields are
-//! ignored (decisions.md D9). Missing params are read as `{}`. The params and result types are
-//! the protocol crate's ([`paperclip_sandbox_protocol::methods`]), tied to each method by its
-//! marker type ([`RpcMethod`]).
+//! Params arrive as JSON text and are deserialized straight into the hook's params type; a
+//! value that does not fit is answered `-32602 Invalid params: …` without calling the hook.
+//! Unknown fields are ignored. Missing params are read as `{}`.
 
 use std::future::Future;
 
 use async_trait::async_trait;
 use paperclip_sandbox_protocol::jsonrpc::{raw_to_value, ErrorObject};
-use paperclip_sandbox_protocol::methods::{self, name, RpcMethod};
-use paperclip_sandbox_protocol::methods::{
-    AcquireLeaseParams, AcquireLeaseResult, CancelInteractiveSetupParams,
-    CancelInteractiveSetupResult, CaptureTemplateParams, CaptureTemplateResult,
-    ConfigChangedParams, DeleteTemplateParams, DeleteTemplateResult, DestroyLeaseParams,
-    DestroyLeaseResult, ExecuteParams, ExecuteResult, GetInteractiveSetupParams,
-    GetInteractiveSetupResult, HealthResult, InitializeParams, ProbeParams, ProbeResult,
-    RealizeWorkspaceParams, RealizeWorkspaceResult, ReleaseLeaseParams, ReleaseLeaseResult,
-    ResumeLeaseParams, ResumeLeaseResult, RunnerIngressEndpointParams, RunnerIngressEndpointResult,
-    StartInteractiveSetupParams, StartInteractiveSetupResult, StopLeaseParams, StopLeaseResult,
-    SyncInParams, SyncOutParams, SyncResult, ValidateConfigParams, ValidateConfigResult,
-};
+#[allow(clippy::wildcard_imports)]
+use paperclip_sandbox_protocol::methods::*;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::context::Context;
 use crate::error::ProviderError;
-use crate::runtime::dispatch::Handler;
+use crate::runtime::Handler;
 
 /// The result of a hook.
 pub type HookResult<T> = Result<T, ProviderError>;
-
-/// Every hook of [`SandboxProvider`]: its Rust name and its wire name. `on_event` is a hook
-/// too but handles a notification, so it has no wire method to advertise.
-pub const HOOKS: &[(&str, &str)] = &[
-    ("initialize", name::INITIALIZE),
-    ("config_changed", name::CONFIG_CHANGED),
-    ("health", name::HEALTH),
-    ("shutdown", name::SHUTDOWN),
-    ("validate_config", name::ENVIRONMENT_VALIDATE_CONFIG),
-    ("probe", name::ENVIRONMENT_PROBE),
-    ("acquire_lease", name::ENVIRONMENT_ACQUIRE_LEASE),
-    ("resume_lease", name::ENVIRONMENT_RESUME_LEASE),
-    ("release_lease", name::ENVIRONMENT_RELEASE_LEASE),
-    ("destroy_lease", name::ENVIRONMENT_DESTROY_LEASE),
-    ("stop_lease", name::ENVIRONMENT_STOP_LEASE),
-    ("realize_workspace", name::ENVIRONMENT_REALIZE_WORKSPACE),
-    ("execute", name::ENVIRONMENT_EXECUTE),
-    ("sync_in", name::ENVIRONMENT_SYNC_IN),
-    ("sync_out", name::ENVIRONMENT_SYNC_OUT),
-    ("runner_ingress_endpoint", name::ENVIRONMENT_RUNNER_INGRESS_ENDPOINT),
-    ("start_interactive_setup", name::ENVIRONMENT_START_INTERACTIVE_SETUP),
-    ("get_interactive_setup", name::ENVIRONMENT_GET_INTERACTIVE_SETUP),
-    ("cancel_interactive_setup", name::ENVIRONMENT_CANCEL_INTERACTIVE_SETUP),
-    ("capture_template", name::ENVIRONMENT_CAPTURE_TEMPLATE),
-    ("delete_template", name::ENVIRONMENT_DELETE_TEMPLATE),
-];
 
 /// The wire names of the hooks a provider's `#[provider]` impl block defines, as a constant.
 ///
@@ -80,180 +48,131 @@ pub trait ImplementedHooks {
     const METHODS: &'static [&'static str];
 }
 
-macro_rules! hooks {
-    ($( $(#[$doc:meta])* $hook:ident => $marker:ident($params:ty) -> $result:ty; )*) => {
-        /// A Paperclip sandbox provider: one async method per environment hook.
+/// Generates `SandboxProvider` and its dispatch (`call_hook`, `notify_hook`) from the hooked
+/// rows of a method table (the protocol crate's `method_table!(hooks …)` calls it). Params types
+/// and `Method` are resolved where it is called.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __provider_items {
+    (
+        methods { $( $(#[$doc:meta])* $marker:ident $hook:ident($params:ident $(<$cfg:ident>)?) -> $result:ty; )* }
+        notifications { $( $nhook:ident $nwire:literal; )* }
+    ) => {
+        /// A Paperclip sandbox provider: one async method per hook of the method table.
         ///
         /// Write the impl under `#[paperclip_sandbox_sdk::provider]` (see the crate docs). Each
-        /// hook receives the call's typed params and its [`Context`]; the runtime answers
+        /// hook receives the call's typed params and its [`Context`]. The runtime calls only
+        /// the hooks [`implemented_methods`](Self::implemented_methods) lists; it answers
         /// `initialize`, `health`, `shutdown` and `configChanged` itself unless the
         /// corresponding hook is written.
-        #[async_trait]
+        #[$crate::async_trait]
         pub trait SandboxProvider: Send + Sync + 'static {
             /// The wire names of the hooks this impl defines (generated by `#[provider]`).
             fn implemented_methods(&self) -> &'static [&'static str];
 
-            /// `initialize`: runs before the runtime answers `{ok:true, supportedMethods}`;
-            /// an error fails the handshake (the host then kills the worker).
-            async fn initialize(&self, params: InitializeParams, cx: Context) -> HookResult<()> {
-                let _ = (params, cx);
-                Ok(())
-            }
-
-            /// `configChanged {config, companyId}`: the host replays each company's config
-            /// after initialize.
-            async fn config_changed(
-                &self,
-                params: ConfigChangedParams,
-                cx: Context,
-            ) -> HookResult<()> {
-                let _ = (params, cx);
-                Ok(())
-            }
-
-            /// `health`: `{status:"ok"|"degraded"|"error", message?, details?}`.
-            async fn health(&self, cx: Context) -> HookResult<HealthResult> {
-                let _ = cx;
-                Ok(HealthResult::default())
-            }
-
-            /// `shutdown`: runs before the runtime answers and exits; in-flight calls are
-            /// cancelled right after.
-            async fn shutdown(&self, cx: Context) -> HookResult<()> {
-                let _ = cx;
-                Ok(())
-            }
-
-            /// `onEvent` notifications (raw params), in arrival order. Ignored by default.
-            async fn on_event(&self, params: Value, cx: Context) {
-                let _ = (params, cx);
-            }
-
             $(
                 $(#[$doc])*
-                async fn $hook(&self, params: $params, cx: Context) -> HookResult<$result> {
+                async fn $hook(&self, params: $params, cx: $crate::Context) -> $crate::HookResult<$result> {
                     let _ = (params, cx);
-                    Err(ProviderError::not_implemented(<methods::$marker as RpcMethod>::NAME))
+                    Err($crate::ProviderError::not_implemented(Method::$marker.as_str()))
+                }
+            )*
+
+            $(
+                #[doc = concat!("`", $nwire, "` notifications (raw params), in arrival order. Ignored by default.")]
+                async fn $nhook(&self, params: $crate::__private::Value, cx: $crate::Context) {
+                    let _ = (params, cx);
                 }
             )*
         }
 
-        /// Runs the hook behind `method` (an environment hook); `None` for other names.
-        async fn call_environment_hook<P: SandboxProvider + ?Sized>(
+        #[allow(dead_code)]
+        /// Runs the hook serving `method` from its raw params, answering its serialized result.
+        async fn call_hook<P: SandboxProvider + ?Sized>(
             provider: &P,
-            method: &str,
-            params: Option<Value>,
-            cx: Context,
-        ) -> Option<Result<Value, ErrorObject>> {
-            $(
-                if method == <methods::$marker as RpcMethod>::NAME {
-                    return Some(typed::<methods::$marker, _, _>(params, |p| provider.$hook(p, cx)).await);
-                }
-            )*
-            None
+            method: Method,
+            params: Option<&$crate::__private::RawValue>,
+            cx: $crate::Context,
+        ) -> Result<Box<$crate::__private::RawValue>, $crate::protocol::jsonrpc::ErrorObject> {
+            match method {
+                $( Method::$marker => {
+                    $crate::__private::typed(method.as_str(), params, |p: $params| provider.$hook(p, cx)).await
+                } )*
+                #[allow(unreachable_patterns)]
+                _ => Err($crate::protocol::jsonrpc::ErrorObject::method_not_implemented(method.as_str())),
+            }
         }
 
-        /// [`call_environment_hook`] from raw params, answering serialized JSON.
-        async fn call_environment_hook_raw<P: SandboxProvider + ?Sized>(
+        #[allow(dead_code)]
+        /// Delivers a notification to its hook; other notifications are ignored.
+        async fn notify_hook<P: SandboxProvider + ?Sized>(
             provider: &P,
             method: &str,
-            params: Option<&RawValue>,
-            cx: Context,
-        ) -> Option<Result<Box<RawValue>, ErrorObject>> {
-            $(
-                if method == <methods::$marker as RpcMethod>::NAME {
-                    return Some(typed_raw::<methods::$marker, _, _>(params, |p| provider.$hook(p, cx)).await);
-                }
-            )*
-            None
+            params: Option<$crate::__private::Value>,
+            cx: $crate::Context,
+        ) {
+            $( if method == $nwire {
+                return provider.$nhook(params.unwrap_or($crate::__private::Value::Null), cx).await;
+            } )*
+            let _ = (provider, params, cx);
         }
     };
 }
 
-hooks! {
-    /// `environmentValidateConfig`: validate and normalize a config.
-    validate_config => EnvironmentValidateConfig(ValidateConfigParams) -> ValidateConfigResult;
-    /// `environmentProbe`: check that the provider is reachable with this config.
-    probe => EnvironmentProbe(ProbeParams) -> ProbeResult;
-    /// `environmentAcquireLease`: create a sandbox and return its lease.
-    acquire_lease => EnvironmentAcquireLease(AcquireLeaseParams) -> AcquireLeaseResult;
-    /// `environmentResumeLease`: resume a retained lease.
-    resume_lease => EnvironmentResumeLease(ResumeLeaseParams) -> ResumeLeaseResult;
-    /// `environmentReleaseLease`: release a lease (`None` → `null`, or a termination receipt).
-    release_lease => EnvironmentReleaseLease(ReleaseLeaseParams) -> ReleaseLeaseResult;
-    /// `environmentDestroyLease`: destroy a lease; idempotent.
-    destroy_lease => EnvironmentDestroyLease(DestroyLeaseParams) -> DestroyLeaseResult;
-    /// `environmentStopLease`: stop a lease and keep its files (paperclip-2026-11).
-    stop_lease => EnvironmentStopLease(StopLeaseParams) -> StopLeaseResult;
-    /// `environmentRealizeWorkspace`: prepare the workspace inside a lease.
-    realize_workspace => EnvironmentRealizeWorkspace(RealizeWorkspaceParams) -> RealizeWorkspaceResult;
-    /// `environmentExecute`: run a command; stream output with [`Context::execute_log`].
-    execute => EnvironmentExecute(ExecuteParams) -> ExecuteResult;
-    /// `environmentSyncIn`: native file transfer into the sandbox.
-    sync_in => EnvironmentSyncIn(SyncInParams) -> SyncResult;
-    /// `environmentSyncOut`: native file transfer out of the sandbox.
-    sync_out => EnvironmentSyncOut(SyncOutParams) -> SyncResult;
-    /// `environmentRunnerIngressEndpoint`: the runner's WebSocket ingress.
-    runner_ingress_endpoint => EnvironmentRunnerIngressEndpoint(RunnerIngressEndpointParams) -> RunnerIngressEndpointResult;
-    /// `environmentStartInteractiveSetup`.
-    start_interactive_setup => EnvironmentStartInteractiveSetup(StartInteractiveSetupParams) -> StartInteractiveSetupResult;
-    /// `environmentGetInteractiveSetup`.
-    get_interactive_setup => EnvironmentGetInteractiveSetup(GetInteractiveSetupParams) -> GetInteractiveSetupResult;
-    /// `environmentCancelInteractiveSetup`.
-    cancel_interactive_setup => EnvironmentCancelInteractiveSetup(CancelInteractiveSetupParams) -> CancelInteractiveSetupResult;
-    /// `environmentCaptureTemplate`.
-    capture_template => EnvironmentCaptureTemplate(CaptureTemplateParams) -> CaptureTemplateResult;
-    /// `environmentDeleteTemplate`.
-    delete_template => EnvironmentDeleteTemplate(DeleteTemplateParams) -> DeleteTemplateResult;
-}
+paperclip_sandbox_protocol::method_table! { hooks crate::__provider_items }
 
-/// Deserializes the params of method `M`, runs the hook, serializes its result.
-async fn typed<M, F, Fut>(params: Option<Value>, hook: F) -> Result<Value, ErrorObject>
-where
-    M: RpcMethod,
-    F: FnOnce(M::Params) -> Fut,
-    Fut: Future<Output = HookResult<M::Result>>,
-{
-    let method = M::NAME;
-    let params = params.unwrap_or_else(|| json!({}));
-    let params: M::Params = serde_json::from_value(params).map_err(ErrorObject::invalid_params)?;
-    let result = hook(params).await.map_err(|e| e.to_error_object(method))?;
-    serde_json::to_value(result).map_err(|e| {
-        tracing::error!(method, error = %e, "hook result does not serialize");
-        ProviderError::internal(format!("{method} returned a result that does not serialize"))
-            .to_error_object(method)
-    })
-}
-
-/// [`typed`] from raw params, with the same answers: the params type is deserialized straight
-/// from the raw text and the result serialized once, straight to JSON text.
-async fn typed_raw<M, F, Fut>(
+/// Deserializes a hook's params from the raw text, runs the hook, serializes its result once.
+#[doc(hidden)]
+pub async fn typed<T, R, F, Fut>(
+    method: &'static str,
     params: Option<&RawValue>,
     hook: F,
 ) -> Result<Box<RawValue>, ErrorObject>
 where
-    M: RpcMethod,
-    F: FnOnce(M::Params) -> Fut,
-    Fut: Future<Output = HookResult<M::Result>>,
+    T: DeserializeOwned,
+    R: Serialize,
+    F: FnOnce(T) -> Fut,
+    Fut: Future<Output = HookResult<R>>,
 {
-    let method = M::NAME;
+    let name = method;
     let text = params.map_or("{}", RawValue::get);
-    let params: M::Params = match serde_json::from_str(text) {
+    let params: T = match serde_json::from_str(text) {
         Ok(p) => p,
-        // Read it again as `typed` does, for its exact answer: the same error message (this
-        // reader's would add a position), or success where only this reader fails (a
-        // duplicate key).
+        // Read it again from a `Value` for the answer's text: the same error message without
+        // the reader's position, or success where only the text reader fails (a duplicate key).
         Err(_) => {
             let value = params.map_or_else(|| json!({}), raw_to_value);
             serde_json::from_value(value).map_err(ErrorObject::invalid_params)?
         }
     };
-    let result = hook(params).await.map_err(|e| e.to_error_object(method))?;
+    let result = hook(params).await.map_err(|e| e.to_error_object(name))?;
     serde_json::value::to_raw_value(&result).map_err(|e| {
-        tracing::error!(method, error = %e, "hook result does not serialize");
-        ProviderError::internal(format!("{method} returned a result that does not serialize"))
-            .to_error_object(method)
+        tracing::error!(method = name, error = %e, "hook result does not serialize");
+        ProviderError::internal(format!("{name} returned a result that does not serialize"))
+            .to_error_object(name)
     })
+}
+
+/// `environmentTask`, validated as the upstream SDK validates it: an operation that breaks a
+/// rule of the operation union is `-32602` without calling the hook; a result that breaks a
+/// rule of the result union, or does not answer the operation (another `taskId`, another
+/// kind), is `-32002 Invalid plugin-provided Runner execution response`.
+async fn environment_task<P: SandboxProvider + ?Sized>(
+    provider: &P,
+    params: Option<&RawValue>,
+    cx: Context,
+) -> Result<Box<RawValue>, ErrorObject> {
+    typed(Method::EnvironmentTask.as_str(), params, |p: EnvironmentTaskParams| async move {
+        p.operation.validate().map_err(ProviderError::invalid_params)?;
+        let (operation, task_id) = (p.operation.clone(), p.task_id.clone());
+        let result = provider.environment_task(p, cx).await?;
+        if let Err(e) = result.check_answers(&operation, &task_id) {
+            tracing::warn!(rule = %e, "environmentTask result refused");
+            return Err(ProviderError::worker(TASK_RESPONSE_MISMATCH_MESSAGE));
+        }
+        Ok(result)
+    })
+    .await
 }
 
 /// Adapts a [`SandboxProvider`] to the runtime's [`Handler`].
@@ -267,62 +186,24 @@ impl<P: SandboxProvider> Handler for ProviderHandler<P> {
 
     async fn call(
         &self,
-        method: &str,
-        params: Option<Value>,
-        cx: Context,
-    ) -> Result<Value, ErrorObject> {
-        let p = &self.0;
-        match method {
-            name::INITIALIZE => {
-                typed::<methods::Initialize, _, _>(params, |prm| async move {
-                    p.initialize(prm, cx).await.map(|()| Default::default())
-                })
-                .await
-            }
-            name::CONFIG_CHANGED => {
-                typed::<methods::ConfigChanged, _, _>(params, |prm| p.config_changed(prm, cx)).await
-            }
-            name::HEALTH => typed::<methods::Health, _, _>(params, |_| p.health(cx)).await,
-            name::SHUTDOWN => typed::<methods::Shutdown, _, _>(params, |_| p.shutdown(cx)).await,
-            _ => match call_environment_hook(p, method, params, cx).await {
-                Some(answer) => answer,
-                None => Err(ErrorObject::method_not_implemented(method)),
-            },
-        }
-    }
-
-    async fn call_raw(
-        &self,
-        method: &str,
+        method: Method,
         params: Option<&RawValue>,
         cx: Context,
     ) -> Result<Box<RawValue>, ErrorObject> {
-        if matches!(method, name::INITIALIZE | name::CONFIG_CHANGED | name::HEALTH | name::SHUTDOWN)
-        {
-            // The runtime-owned methods (the runtime sends them to `call`): the Value path.
-            let result = self.call(method, params.map(raw_to_value), cx).await?;
-            return serde_json::value::to_raw_value(&result).map_err(|e| {
-                ProviderError::internal(format!("{method} result does not serialize: {e}"))
-                    .to_error_object(method)
-            });
-        }
-        match call_environment_hook_raw(&self.0, method, params, cx).await {
-            Some(answer) => answer,
-            None => Err(ErrorObject::method_not_implemented(method)),
+        match method {
+            Method::EnvironmentTask => environment_task(&self.0, params, cx).await,
+            _ => call_hook(&self.0, method, params, cx).await,
         }
     }
 
     async fn notify(&self, method: &str, params: Option<Value>, cx: Context) {
-        if method == name::ON_EVENT {
-            self.0.on_event(params.unwrap_or(Value::Null), cx).await;
-        }
+        notify_hook(&self.0, method, params, cx).await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paperclip_sandbox_protocol::methods::{MethodFamily, METHODS};
 
     /// A provider writing every hook: what `#[provider]` generates for it must be the SDK's
     /// hook table, which must cover every environment method of the registry whose schema is
@@ -337,10 +218,10 @@ mod tests {
         async fn config_changed(&self, _: ConfigChangedParams, _: Context) -> HookResult<()> {
             Ok(())
         }
-        async fn health(&self, _: Context) -> HookResult<HealthResult> {
+        async fn health(&self, _: HealthParams, _: Context) -> HookResult<HealthResult> {
             Ok(HealthResult::default())
         }
-        async fn shutdown(&self, _: Context) -> HookResult<()> {
+        async fn shutdown(&self, _: ShutdownParams, _: Context) -> HookResult<()> {
             Ok(())
         }
         async fn on_event(&self, _: Value, _: Context) {}
@@ -443,25 +324,91 @@ mod tests {
         ) -> HookResult<DeleteTemplateResult> {
             Err(ProviderError::worker("x"))
         }
+        async fn idle_drain(
+            &self,
+            _: PrepareIdleSleepParams,
+            _: Context,
+        ) -> HookResult<BackgroundWork> {
+            Ok(BackgroundWork::None)
+        }
+        async fn route_ai_connection(
+            &self,
+            _: RouteAiConnectionParams,
+            _: Context,
+        ) -> HookResult<RouteAiConnectionResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn environment_task(
+            &self,
+            _: EnvironmentTaskParams,
+            _: Context,
+        ) -> HookResult<TaskResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn login_pty_open(
+            &self,
+            _: LoginPtyOpenParams,
+            _: Context,
+        ) -> HookResult<LoginPtyOpenResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn login_pty_input(&self, _: LoginPtyInputParams, _: Context) -> HookResult<()> {
+            Ok(())
+        }
+        async fn login_pty_stop(&self, _: LoginPtyStopParams, _: Context) -> HookResult<()> {
+            Ok(())
+        }
+        async fn login_pty_close(
+            &self,
+            p: LoginPtyCloseParams,
+            _: Context,
+        ) -> HookResult<LoginPtyCloseResult> {
+            Ok(LoginPtyCloseResult::new(p.host_route_id))
+        }
+        async fn duplex_channel_open(
+            &self,
+            _: DuplexChannelOpenParams,
+            _: Context,
+        ) -> HookResult<DuplexChannelOpenResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn duplex_channel_write(
+            &self,
+            _: DuplexChannelWriteParams,
+            _: Context,
+        ) -> HookResult<()> {
+            Ok(())
+        }
+        async fn duplex_channel_stop(
+            &self,
+            _: DuplexChannelStopParams,
+            _: Context,
+        ) -> HookResult<()> {
+            Ok(())
+        }
+        async fn duplex_channel_close(
+            &self,
+            p: DuplexChannelCloseParams,
+            _: Context,
+        ) -> HookResult<DuplexChannelCloseResult> {
+            Ok(DuplexChannelCloseResult::new(p.host_route_id, None))
+        }
     }
 
     #[test]
-    fn macro_table_matches_hook_table_and_registry() {
+    fn a_provider_writing_every_hook_advertises_every_hooked_row() {
         let mut generated: Vec<&str> = All.implemented_methods().to_vec();
-        let mut table: Vec<&str> = HOOKS.iter().map(|(_, wire)| *wire).collect();
+        let mut table: Vec<&str> =
+            HOOKS.iter().filter_map(|h| h.method).map(Method::as_str).collect();
         generated.sort_unstable();
         table.sort_unstable();
         assert_eq!(generated, table);
-
-        let mut registry: Vec<&str> = METHODS
-            .iter()
-            .filter(|m| {
-                (m.family == MethodFamily::Environment && !m.schema_unknown)
-                    || (m.family == MethodFamily::Handshake)
-            })
-            .map(|m| m.name)
-            .collect();
-        registry.sort_unstable();
-        assert_eq!(table, registry);
+        // Every environment method with a published schema has a hook.
+        for m in METHODS {
+            let hooked = m.hook.is_some();
+            if m.family == MethodFamily::Environment {
+                assert_eq!(hooked, !m.schema_unknown(), "{}", m.name);
+            }
+        }
     }
 }

@@ -20,8 +20,8 @@ fn wire_error(e: LocalError) -> ProviderError {
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for BwrapProvider {
-    async fn shutdown(&self, cx: Context) -> HookResult<()> {
-        <LocalProvider as SandboxProvider>::shutdown(self.local(), cx).await
+    async fn shutdown(&self, params: ShutdownParams, cx: Context) -> HookResult<()> {
+        <LocalProvider as SandboxProvider>::shutdown(self.local(), params, cx).await
     }
 
     async fn validate_config(

@@ -76,7 +76,7 @@ fn sync_error(e: LocalError) -> ProviderError {
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for LocalProvider {
-    async fn shutdown(&self, _cx: Context) -> HookResult<()> {
+    async fn shutdown(&self, _: ShutdownParams, _cx: Context) -> HookResult<()> {
         let killed = LocalProvider::shutdown(self);
         tracing::info!(killed, "shutdown: ended the commands still running");
         Ok(())

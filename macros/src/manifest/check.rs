@@ -17,7 +17,7 @@ use syn::{Attribute, Ident, LitInt, LitStr};
 use super::parse::Input;
 use super::suggest::did_you_mean;
 use super::Errors;
-use crate::provider::hook_for_wire;
+use paperclip_sandbox_protocol::methods::lookup;
 
 /// What the checks establish, for the expansion.
 pub(crate) struct Checked {
@@ -164,7 +164,7 @@ fn capabilities(input: &Input, errors: &mut Errors) -> Vec<(usize, Ident, bool)>
 fn never_grantable(index: usize, key: &Ident, errors: &mut Errors) {
     let spec = &CAPABILITIES[index];
     for group in spec.required {
-        if !group.iter().any(|m| hook_for_wire(m).is_some()) {
+        if !group.iter().any(|m| lookup(m).is_some_and(|info| info.hook.is_some())) {
             errors.push(syn::Error::new(
                 key.span(),
                 format!(
@@ -286,8 +286,8 @@ fn run_validator(input: &Input, checked: &Checked, errors: &mut Errors) {
 pub(crate) fn describe_group(group: &[&str]) -> String {
     let names: Vec<String> = group
         .iter()
-        .map(|wire| match hook_for_wire(wire) {
-            Some(h) => format!("`{}` ({wire})", h.rust),
+        .map(|wire| match lookup(wire).and_then(|info| info.hook) {
+            Some(hook) => format!("`{hook}` ({wire})"),
             None => format!("({wire})"),
         })
         .collect();

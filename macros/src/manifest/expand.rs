@@ -105,6 +105,17 @@ fn capability_checks(input: &Input, checked: &Checked, krate: &TokenStream) -> T
             });
         }
     }
+    if let (Some(true), Some(lit)) = (checked.supports_tasks, &input.driver.supports_tasks) {
+        let message = format!(
+            "`supports_tasks` is declared, but the #[provider] impl of `{ident}` does not define \
+             `environment_task` (environmentTask): the host runs Runner tasks through it"
+        );
+        checks.push(quote_spanned! {lit.span()=>
+            const _: () = if !#krate::__private::satisfies(METHODS, &["environmentTask"]) {
+                ::core::panic!(#message)
+            };
+        });
+    }
     let methods = quote_spanned! {ident.span()=>
         #[allow(dead_code)]
         const METHODS: &[&str] = <#ident as #krate::ImplementedHooks>::METHODS;

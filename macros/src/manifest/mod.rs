@@ -110,7 +110,7 @@ mod tests {
         let found = errors(quote! {
             #[plugin(id = "Acme", display_name = "", author = "a", colour = "red", categories = ["robots"])]
             #[driver(key = "acme!", display_name = "Acme",
-                     capabilities(reusableLease, concurrentSyncAndExec, duplexCommandStream),
+                     capabilities(reusableLease, concurrentSyncAndExec),
                      default_acquire_timeout_ms = 0, creation_operation_version = 2)]
             struct P<T>(T);
         });
@@ -121,7 +121,6 @@ mod tests {
             "unknown category `robots`",
             "unknown sandbox capability `reusableLease`; did you mean `reusableLeases`?",
             "`concurrentSyncAndExec` was removed from the capability contract",
-            "`duplexCommandStream` can never be granted",
             "invalid `id`: Plugin id must start with a lowercase alphanumeric",
             "invalid `display_name`: Too small",
             "invalid `key`: Environment driver key must start",

@@ -413,6 +413,19 @@ pub fn creation_cleanup_data_for_profile(
     }
 }
 
+/// Host side: the diagnostic of a creation-cleanup `error.data` (`{schema, cleanup,
+/// acquisitionDiagnostic}`). `None` unless the ownership envelope itself is valid
+/// ("diagnostics never make an invalid ownership envelope usable") and the diagnostic is valid.
+pub fn read_acquisition_diagnostic(data: &Value) -> Option<AcquisitionDiagnostic> {
+    read_creation_cleanup(data)?;
+    AcquisitionDiagnostic::from_json(data.get(ACQUISITION_DIAGNOSTIC_KEY)?)
+}
+
+/// [`read_acquisition_diagnostic`] of an error object's `data` (`{data: {...}}`).
+pub fn read_acquisition_diagnostic_from_error(error: &Value) -> Option<AcquisitionDiagnostic> {
+    read_acquisition_diagnostic(error.get("data")?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde_json::{json, Value};
 
-use super::{as_integer, creation_cleanup};
+use super::as_integer;
 
 /// The key of the diagnostic inside the creation-cleanup data.
 pub const ACQUISITION_DIAGNOSTIC_KEY: &str = "acquisitionDiagnostic";
@@ -167,19 +167,6 @@ impl AcquisitionDiagnostic {
     pub fn to_json(&self) -> Value {
         json!({"phase": self.phase.as_str(), "elapsedMs": self.elapsed_ms, "budgetMs": self.budget_ms})
     }
-}
-
-/// Host side: the diagnostic of a creation-cleanup `error.data` (`{schema, cleanup,
-/// acquisitionDiagnostic}`). `None` unless the ownership envelope itself is valid
-/// ("diagnostics never make an invalid ownership envelope usable") and the diagnostic is valid.
-pub fn read_acquisition_diagnostic(data: &Value) -> Option<AcquisitionDiagnostic> {
-    creation_cleanup::read_creation_cleanup(data)?;
-    AcquisitionDiagnostic::from_json(data.get(ACQUISITION_DIAGNOSTIC_KEY)?)
-}
-
-/// [`read_acquisition_diagnostic`] of an error object's `data` (`{data: {...}}`).
-pub fn read_acquisition_diagnostic_from_error(error: &Value) -> Option<AcquisitionDiagnostic> {
-    read_acquisition_diagnostic(error.get("data")?)
 }
 
 #[cfg(test)]

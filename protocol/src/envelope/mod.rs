@@ -23,11 +23,12 @@ pub mod stop_error;
 pub mod sync_error;
 
 pub use creation_cleanup::{
-    creation_cleanup_data, creation_cleanup_data_for_profile, read_creation_cleanup,
+    creation_cleanup_data, creation_cleanup_data_for_profile, read_acquisition_diagnostic,
+    read_acquisition_diagnostic_from_error, read_creation_cleanup,
     read_creation_cleanup_from_error, Ownership, OwnershipError, OwnershipFields,
     CREATION_CLEANUP_SCHEMA,
 };
-pub use diagnostic::{read_acquisition_diagnostic, AcquisitionDiagnostic, AcquisitionPhase};
+pub use diagnostic::{AcquisitionDiagnostic, AcquisitionPhase};
 pub use ingress::{validate_runner_ingress, IngressRejection};
 pub use receipt::{accept_termination_receipt, Receipt, ReceiptRejection, TerminationState};
 pub use resume::{resume_replacement_reason, ReplacementReason};

@@ -169,3 +169,16 @@ fn json_string_units_match_the_serialized_length() {
         assert_eq!(json_string_units(text) + 2, units, "{text:?}");
     }
 }
+
+/// Ids a JSON-RPC 2.0 host may send that `jsonrpsee-types`' `Id` (a `u64`) rejects are parsed
+/// and echoed as JSON numbers (the book's "Design decisions" page).
+#[test]
+fn ids_jsonrpsee_rejects_are_parsed_and_echoed() {
+    for (id, echoed) in [("-1", "-1"), ("1.5", "1.5"), ("1e3", "1000.0"), ("7", "7")] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"health"}}"#);
+        let Ok(RawMessage::Request(request)) = parse_line_raw(&line) else {
+            panic!("{id}: not parsed as a request")
+        };
+        assert_eq!(serde_json::to_string(&request.id).unwrap(), echoed, "{id}");
+    }
+}

@@ -20,14 +20,18 @@
 mod report;
 mod types;
 mod validate;
+mod vocabulary;
 
 pub use report::{code, Issue, ValidationReport};
 pub use types::{
     Category, DriverDeclaration, DriverKind, Entrypoints, Manifest, SandboxCapabilities,
-    TemplateConfigBinding, CREATION_OPERATION_VERSION, DRIVER_KINDS, ENVIRONMENT_DRIVERS_REGISTER,
-    MAX_DEFAULT_ACQUIRE_TIMEOUT_MS, PLUGIN_API_VERSION, PLUGIN_CAPABILITIES, PLUGIN_CATEGORIES,
+    TemplateConfigBinding,
 };
 pub use validate::{
     validate, DRIVERS_CAPABILITY_MESSAGE, DRIVER_KEY_MESSAGE, JSON_SCHEMA_MESSAGE,
     LOGIN_ALIAS_MESSAGE, TOP_LEVEL_FIELDS,
+};
+pub use vocabulary::{
+    CREATION_OPERATION_VERSION, DRIVER_KINDS, ENVIRONMENT_DRIVERS_REGISTER,
+    MAX_DEFAULT_ACQUIRE_TIMEOUT_MS, PLUGIN_API_VERSION, PLUGIN_CAPABILITIES, PLUGIN_CATEGORIES,
 };

@@ -1,7 +1,7 @@
 //! Line framing: NDJSON frames in, NDJSON frames out (protocol.md A.2, decisions.md D10).
 //!
 //! * [`LineReader`] reads `\n`-terminated lines from any [`AsyncRead`] with a frame cap. A line
-//!   longer than the cap is reported as [`Frame::Oversize`] as soon as the cap is passed, and
+//!   longer than the cap is reported as [`FrameRef::Oversize`] as soon as the cap is passed, and
 //!   the rest of it is discarded as it arrives (never buffered) up to the next `\n`; the reader
 //!   then goes on with the next line. A trailing `\r` is dropped, blank lines are skipped, and
 //!   a final line without `\n` before EOF is still returned (Node readline does the same).
@@ -30,19 +30,21 @@ pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
 /// Buffers above this capacity are given back after use rather than kept for the next frame.
 const KEEP_CAPACITY: usize = 1024 * 1024;
 
-/// Output queued beyond this many bytes makes [`FrameSink::wait_for_room`] wait: a producer
-/// that waits for room (the SDK's command runner) then stops reading its command's output, so
+/// Output queued beyond this many bytes makes a producer that waits for room wait (the SDK's
+/// command runner, [`Context::send_execute_log`](crate::Context::send_execute_log)) then stops reading its command's output, so
 /// a host that stops reading stdout leaves the worker's memory flat.
 pub const OUTBOX_HIGH_WATER: usize = 4 * 1024 * 1024;
 
-/// Notifications sent without waiting for room ([`FrameSink::send_bounded`]) are dropped once
+/// Notifications sent without waiting for room ([`Context::execute_log`](crate::Context::execute_log),
+/// [`Context::log`](crate::Context::log)) are dropped once
 /// this many bytes are queued, so even a provider that never waits cannot grow the queue
 /// without bound while the host does not read.
 pub const OUTBOX_HARD_LIMIT: usize = 64 * 1024 * 1024;
 
-/// One inbound frame.
+/// One inbound frame, owned (what the tests compare).
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Frame {
+pub(crate) enum Frame {
     /// A non-blank line, without its `\n` and trailing `\r`. Invalid UTF-8 is replaced with
     /// U+FFFD, as Node's decoder does.
     Line(String),
@@ -53,20 +55,19 @@ pub enum Frame {
     },
 }
 
-impl Frame {
-    /// The answer a worker sends for an oversize frame: `-32600`, id `null`.
-    pub fn oversize_response(limit: usize) -> Response {
-        Response::error(
-            None,
-            ErrorObject::invalid_request(format_args!("frame exceeds the {limit}-byte limit")),
-        )
-    }
+/// The answer a worker sends for an oversize frame: `-32600`, id `null`.
+pub(crate) fn oversize_response(limit: usize) -> Response {
+    Response::error(
+        None,
+        ErrorObject::invalid_request(format_args!("frame exceeds the {limit}-byte limit")),
+    )
 }
 
 /// One inbound frame, lent by the reader until its next read ([`LineReader::next_frame_ref`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FrameRef<'a> {
-    /// A non-blank line as in [`Frame::Line`]; borrowed unless it had to be repaired (invalid
+pub(crate) enum FrameRef<'a> {
+    /// A non-blank line, without its `\n` and trailing `\r` (invalid UTF-8 replaced with
+    /// U+FFFD, as Node's decoder does); borrowed unless it had to be repaired (invalid
     /// UTF-8).
     Line(Cow<'a, str>),
     /// A line longer than the cap; the reader has started discarding it.
@@ -76,9 +77,10 @@ pub enum FrameRef<'a> {
     },
 }
 
+#[cfg(test)]
 impl FrameRef<'_> {
     /// The owned frame.
-    pub fn into_owned(self) -> Frame {
+    pub(crate) fn into_owned(self) -> Frame {
         match self {
             FrameRef::Line(line) => Frame::Line(line.into_owned()),
             FrameRef::Oversize { limit } => Frame::Oversize { limit },
@@ -112,7 +114,7 @@ enum Release {
 /// dropping a [`next_frame`](Self::next_frame) or [`next_frame_ref`](Self::next_frame_ref)
 /// future at any `.await` loses nothing.
 #[derive(Debug)]
-pub struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     inner: BufReader<R>,
     line: Vec<u8>,
     limit: usize,
@@ -123,7 +125,7 @@ pub struct LineReader<R> {
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
     /// A reader with the given frame cap in bytes (`\n` and a trailing `\r` not counted).
-    pub fn new(reader: R, limit: usize) -> Self {
+    pub(crate) fn new(reader: R, limit: usize) -> Self {
         LineReader {
             inner: BufReader::with_capacity(64 * 1024, reader),
             line: Vec::new(),
@@ -135,12 +137,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     }
 
     /// The next frame, or `None` at EOF. Blank lines are skipped.
-    pub async fn next_frame(&mut self) -> io::Result<Option<Frame>> {
+    #[cfg(test)]
+    pub(crate) async fn next_frame(&mut self) -> io::Result<Option<Frame>> {
         Ok(self.next_frame_ref().await?.map(FrameRef::into_owned))
     }
 
     /// The next frame, lent until the next call, or `None` at EOF. Blank lines are skipped.
-    pub async fn next_frame_ref(&mut self) -> io::Result<Option<FrameRef<'_>>> {
+    pub(crate) async fn next_frame_ref(&mut self) -> io::Result<Option<FrameRef<'_>>> {
         let located = loop {
             let located = self.locate_next().await?;
             let blank = match self.bytes(located) {
@@ -292,7 +295,7 @@ impl Outbox {
 /// Every method appends one whole frame to the shared output buffer (serializing straight into
 /// it, under a short lock) and wakes the writer if it may be idle.
 #[derive(Debug)]
-pub struct FrameSink {
+pub(crate) struct FrameSink {
     outbox: Arc<Outbox>,
 }
 
@@ -385,6 +388,7 @@ impl FrameSink {
     }
 
     /// Resolves once the output has failed (see [`is_closed`](Self::is_closed)).
+    #[allow(dead_code)] // for the serve loop's EPIPE ending
     pub async fn closed(&self) {
         loop {
             let failed = self.outbox.failed.notified();
@@ -449,13 +453,14 @@ impl FrameSink {
     }
 
     /// Queues one message. Returns `false` when the writer has stopped (output closed).
-    pub fn send(&self, message: impl Into<Message>) -> bool {
+    pub(crate) fn send(&self, message: impl Into<Message>) -> bool {
         let message = message.into();
         self.append(|buf| serde_json::to_writer(buf, &message))
     }
 
     /// Queues one already serialized line (`\n` included).
-    pub fn send_line(&self, line: String) -> bool {
+    #[cfg(test)]
+    pub(crate) fn send_line(&self, line: String) -> bool {
         let body = line.strip_suffix('\n').unwrap_or(&line);
         self.append(|buf| {
             buf.extend_from_slice(body.as_bytes());
@@ -465,7 +470,7 @@ impl FrameSink {
 
     /// Queues the success response `{"jsonrpc":"2.0","id":<id>,"result":<result>}` with an
     /// already serialized result: exactly the line [`Response::success`] gives for it.
-    pub fn send_result(&self, id: &Id, result: &RawValue) -> bool {
+    pub(crate) fn send_result(&self, id: &Id, result: &RawValue) -> bool {
         self.send_result_json(id, result.get())
     }
 
@@ -483,7 +488,7 @@ impl FrameSink {
 
     /// Queues the error response `{"jsonrpc":"2.0","id":<id or null>,"error":<error>}`:
     /// exactly the line [`Response::error`] gives for it.
-    pub fn send_error(&self, id: Option<&Id>, error: &ErrorObject) -> bool {
+    pub(crate) fn send_error(&self, id: Option<&Id>, error: &ErrorObject) -> bool {
         self.append(|buf| {
             buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
             id.serialize(&mut serde_json::Serializer::new(&mut *buf))?;
@@ -496,7 +501,7 @@ impl FrameSink {
 
     /// Waits until everything queued so far has been written and flushed (or the writer has
     /// stopped).
-    pub async fn flush(&self) {
+    pub(crate) async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
         {
             let mut state = self.outbox.lock();
@@ -512,7 +517,7 @@ impl FrameSink {
 
 /// Starts the writer task over `writer`. It ends, after a final flush, when every
 /// [`FrameSink`] is dropped, or on the first write error (returned).
-pub fn spawn_writer<W>(writer: W) -> (FrameSink, JoinHandle<io::Result<()>>)
+pub(crate) fn spawn_writer<W>(writer: W) -> (FrameSink, JoinHandle<io::Result<()>>)
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
@@ -643,7 +648,7 @@ mod tests {
 
     #[tokio::test]
     async fn oversize_answer_matches_d10() {
-        let line = Message::from(Frame::oversize_response(DEFAULT_FRAME_LIMIT)).to_line();
+        let line = Message::from(oversize_response(DEFAULT_FRAME_LIMIT)).to_line();
         assert_eq!(
             line,
             "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"Invalid request: frame exceeds the 67108864-byte limit\"}}\n"

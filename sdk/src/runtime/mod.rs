@@ -1,11 +1,23 @@
 //! The runtime, as small layers: bytes → frames ([`codec`]) → messages → dispatch
-//! ([`dispatch`]) → handler, and back through one writer task; worker→host calls ([`peer`]);
-//! the worker's life ([`lifecycle`]); and the process-level guards and stdio streams
-//! ([`stdout_guard`], [`stdio`]).
+//! ([`dispatch`]) → handler ([`shared`]), and back through one writer task; the four methods the
+//! runtime answers itself ([`builtin`]); worker→host calls ([`peer`]); the serve loop with its
+//! endings ([`serve`]); and the process-level guards and stdio streams ([`stdout_guard`],
+//! [`stdio`]). Everything here is internal; the crate root re-exports the tunables.
+//!
+//! Layering (no module uses one above it): `codec`, `stdio`, `stdout_guard` → `peer` →
+//! `shared` → `builtin` → `dispatch` → `serve`.
 
-pub mod codec;
-pub mod dispatch;
-pub mod lifecycle;
-pub mod peer;
-pub mod stdio;
-pub mod stdout_guard;
+pub(crate) mod builtin;
+pub(crate) mod codec;
+pub(crate) mod dispatch;
+pub(crate) mod peer;
+pub(crate) mod serve;
+pub(crate) mod shared;
+pub(crate) mod stdio;
+pub(crate) mod stdout_guard;
+
+pub use codec::{DEFAULT_FRAME_LIMIT, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER};
+pub use dispatch::DEFAULT_MAX_CONCURRENCY;
+pub use peer::DEFAULT_HOST_CALL_TIMEOUT;
+pub use serve::{RuntimeConfig, ServeEnd, DEFAULT_SHUTDOWN_GRACE};
+pub(crate) use shared::Handler;

@@ -33,7 +33,7 @@ static TAKEN: AtomicBool = AtomicBool::new(false);
 /// `/dev/null`.
 ///
 /// Call it once; a second call fails with [`io::ErrorKind::AlreadyExists`].
-pub fn take_protocol_stdin() -> io::Result<OwnedFd> {
+pub(crate) fn take_protocol_stdin() -> io::Result<OwnedFd> {
     if TAKEN.swap(true, Ordering::SeqCst) {
         return Err(io::Error::new(io::ErrorKind::AlreadyExists, "protocol stdin already taken"));
     }
@@ -55,7 +55,7 @@ pub fn take_protocol_stdin() -> io::Result<OwnedFd> {
 
 /// The worker's protocol input.
 #[derive(Debug)]
-pub enum ProtocolReader {
+pub(crate) enum ProtocolReader {
     /// A pipe, read through the reactor.
     Pipe(pipe::Receiver),
     /// A socket, read through the reactor.
@@ -66,7 +66,7 @@ pub enum ProtocolReader {
 
 /// The worker's protocol output.
 #[derive(Debug)]
-pub enum ProtocolWriter {
+pub(crate) enum ProtocolWriter {
     /// A pipe, written through the reactor.
     Pipe(pipe::Sender),
     /// A socket, written through the reactor.
@@ -100,7 +100,7 @@ impl ProtocolReader {
     /// Wraps the protocol input (from [`take_protocol_stdin`]); must run inside a tokio
     /// runtime with I/O enabled. A pipe or socket that cannot be registered with the reactor
     /// falls back to the blocking pool.
-    pub fn new(fd: OwnedFd) -> io::Result<Self> {
+    pub(crate) fn new(fd: OwnedFd) -> io::Result<Self> {
         let file = File::from(fd);
         let fallback = file.try_clone()?;
         let fast = match kind(&file) {
@@ -116,7 +116,7 @@ impl ProtocolWriter {
     /// Wraps the protocol output (from
     /// [`take_protocol_stdout`](super::stdout_guard::take_protocol_stdout)); as
     /// [`ProtocolReader::new`].
-    pub fn new(file: File) -> io::Result<Self> {
+    pub(crate) fn new(file: File) -> io::Result<Self> {
         let fallback = file.try_clone()?;
         let fast = match kind(&file) {
             Kind::Pipe => pipe::Sender::from_file(file).map(ProtocolWriter::Pipe),

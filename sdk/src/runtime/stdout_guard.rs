@@ -20,7 +20,7 @@ static TAKEN: AtomicBool = AtomicBool::new(false);
 ///
 /// Call it once, before anything else in the process writes to stdout; a second call fails
 /// with [`io::ErrorKind::AlreadyExists`].
-pub fn take_protocol_stdout() -> io::Result<File> {
+pub(crate) fn take_protocol_stdout() -> io::Result<File> {
     if TAKEN.swap(true, Ordering::SeqCst) {
         return Err(io::Error::new(io::ErrorKind::AlreadyExists, "protocol stdout already taken"));
     }
@@ -46,7 +46,7 @@ pub fn take_protocol_stdout() -> io::Result<File> {
 /// A parent that died before the call is caught by a `getppid` check right after it, which
 /// exits with code 0. A parent that died before the worker even read its parent id is not
 /// detectable this way; stdin EOF still ends the worker then.
-pub fn exit_with_parent() {
+pub(crate) fn exit_with_parent() {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: getppid has no preconditions.

@@ -6,7 +6,7 @@ use super::patterns;
 use super::zod::{self, Check, Ctx, Seg};
 use crate::capabilities::{is_removed_key, Capability, CAPABILITIES, REMOVED_KEYS};
 use crate::manifest::report::code;
-use crate::manifest::types::{
+use crate::manifest::vocabulary::{
     CREATION_OPERATION_VERSION, DRIVER_KINDS, MAX_DEFAULT_ACQUIRE_TIMEOUT_MS,
 };
 

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use self::zod::{Check, Ctx, Seg};
 use super::report::{code, ValidationReport};
-use super::types::{PLUGIN_API_VERSION, PLUGIN_CAPABILITIES, PLUGIN_CATEGORIES};
+use super::vocabulary::{PLUGIN_API_VERSION, PLUGIN_CAPABILITIES, PLUGIN_CATEGORIES};
 use crate::profile::HostProfile;
 
 pub use self::driver::{DRIVER_KEY_MESSAGE, LOGIN_ALIAS_MESSAGE};

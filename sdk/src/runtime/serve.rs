@@ -1,39 +1,25 @@
-//! The worker's life: the runtime-owned methods (`initialize`, `health`, `shutdown`,
-//! `configChanged`) and the serve loop with its two endings (protocol.md A.3, A.4).
+//! The serve loop and its two endings (protocol.md A.4).
 //!
-//! * `initialize` is answered by the runtime: `{ok:true, supportedMethods}`, where
-//!   `supportedMethods` is exactly the handler's listed hooks plus `health` and `shutdown`, in
-//!   registry order. The provider's own `initialize` hook, if listed, runs first with the
-//!   params (missing fields tolerated). A second `initialize` fails with `-32002 Worker already
-//!   initialized`, as in the published SDK.
-//! * `health` answers `{status:"ok"}` unless the provider lists it.
-//! * `configChanged` runs the provider's hook if listed and otherwise answers `null`: the
-//!   published SDK accepts it without a hook (and advertises it only with one).
-//! * `shutdown` runs the provider's hook if listed, answers (`null`, or the hook's error),
-//!   flushes, cancels every in-flight context and ends the serve loop: [`ServeEnd::Shutdown`].
+//! * `shutdown` (answered by [`super::builtin`]) ends the serve loop: [`ServeEnd::Shutdown`].
 //! * Stdin EOF ends reading; in-flight requests finish, their responses are flushed, pending
 //!   worker→host calls fail at once (no answer can come any more): [`ServeEnd::Eof`].
 
 use std::io;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use paperclip_sandbox_protocol::error_code::ErrorCode;
 use paperclip_sandbox_protocol::jsonrpc::{
-    parse_line_raw, replace_lone_surrogate_escapes, ErrorObject, FrameError, Id, ParseErrorDetail,
-    RawMessage, Response,
+    parse_line_raw, replace_lone_surrogate_escapes, FrameError, ParseErrorDetail, RawMessage,
 };
-use paperclip_sandbox_protocol::methods::{self, name};
-use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch, Semaphore};
 
-use super::codec::{spawn_writer, Frame, FrameRef, LineReader, DEFAULT_FRAME_LIMIT};
-use super::dispatch::DEFAULT_MAX_CONCURRENCY;
-use super::dispatch::{dispatch_request, spawn_notification_task, Handler, Shared};
+use super::codec::{oversize_response, spawn_writer, FrameRef, LineReader, DEFAULT_FRAME_LIMIT};
+use super::dispatch::{dispatch_request, spawn_notification_task, DEFAULT_MAX_CONCURRENCY};
 use super::peer::{Peer, DEFAULT_HOST_CALL_TIMEOUT};
-use crate::context::{CancellationSource, Context};
+use super::shared::{Handler, Shared};
+use crate::context::CancellationSource;
+use crate::idle::{Admission, IdleGate};
 
 /// How long, after `shutdown` is answered and every in-flight context cancelled, the runtime
 /// waits for in-flight hooks to end (so they can kill the commands they started) before the
@@ -74,79 +60,38 @@ pub enum ServeEnd {
     Eof,
 }
 
-/// The `supportedMethods` of a handler: its listed hooks plus `health` and `shutdown`, minus
-/// `initialize`, in registry order; names outside the registry are not advertised.
-pub fn supported_methods(handler: &dyn Handler) -> Vec<&'static str> {
-    let listed = handler.implemented_methods();
-    methods::METHODS
-        .iter()
-        .map(|m| m.name)
-        .filter(|m| *m != name::INITIALIZE)
-        .filter(|m| listed.contains(m) || methods::ALWAYS_SUPPORTED.contains(m))
-        .collect()
-}
-
-pub(crate) async fn initialize(
-    shared: &Shared,
-    params: Option<Value>,
-    cx: Context,
-) -> Result<Value, ErrorObject> {
-    if shared.initialized.swap(true, Ordering::SeqCst) {
-        return Err(ErrorObject::new(ErrorCode::WorkerError, "Worker already initialized"));
+/// A notification the worker accepts, with its admission: `releaseIdleSleep` ends the hold of
+/// its owner here and goes no further; any other notification is admitted, or dropped while
+/// the worker is sealed for idle sleep (as the upstream SDK does).
+fn admit_notification(
+    idle: &Arc<IdleGate>,
+    note: paperclip_sandbox_protocol::jsonrpc::Notification,
+) -> Option<(paperclip_sandbox_protocol::jsonrpc::Notification, Admission)> {
+    use paperclip_sandbox_protocol::methods::name;
+    if note.method == name::RELEASE_IDLE_SLEEP {
+        if let Some(owner) =
+            note.params.as_ref().and_then(|p| p.get("ownerId")).and_then(|o| o.as_str())
+        {
+            idle.release(owner);
+        }
+        return None;
     }
-    if shared.implements(name::INITIALIZE) {
-        if let Err(e) = shared.call_hook(name::INITIALIZE, params, cx).await {
-            // As in the published SDK, a failed setup leaves the worker uninitialized.
-            shared.initialized.store(false, Ordering::SeqCst);
-            return Err(e);
+    match idle.admit() {
+        Ok(admission) => Some((note, admission)),
+        Err(_) => {
+            tracing::debug!(
+                method = note.method,
+                "notification dropped: the worker is held for idle sleep"
+            );
+            None
         }
     }
-    Ok(json!({ "ok": true, "supportedMethods": supported_methods(shared.handler.as_ref()) }))
-}
-
-pub(crate) async fn health(
-    shared: &Shared,
-    params: Option<Value>,
-    cx: Context,
-) -> Result<Value, ErrorObject> {
-    if shared.implements(name::HEALTH) {
-        return shared.call_hook(name::HEALTH, params, cx).await;
-    }
-    Ok(json!({ "status": "ok" }))
-}
-
-pub(crate) async fn config_changed(
-    shared: &Shared,
-    params: Option<Value>,
-    cx: Context,
-) -> Result<Value, ErrorObject> {
-    if shared.implements(name::CONFIG_CHANGED) {
-        return shared.call_hook(name::CONFIG_CHANGED, params, cx).await.map(|_| Value::Null);
-    }
-    Ok(Value::Null)
-}
-
-/// Answers `shutdown`, flushes, cancels in-flight work and stops the reader.
-pub(crate) async fn shutdown(shared: &Shared, params: Option<Value>, cx: Context, id: Id) {
-    let answer = if shared.implements(name::SHUTDOWN) {
-        shared.call_hook(name::SHUTDOWN, params, cx).await.map(|_| Value::Null)
-    } else {
-        Ok(Value::Null)
-    };
-    let response = match answer {
-        Ok(v) => Response::success(id, v),
-        Err(e) => Response::error(Some(id), e),
-    };
-    shared.sink.send(response);
-    shared.sink.flush().await;
-    shared.cancel.cancel();
-    shared.stop.send_replace(true);
 }
 
 /// Serves `handler` over `reader`/`writer` until `shutdown` or EOF.
 ///
 /// Returns an error only when reading fails for a reason other than EOF.
-pub async fn serve<R, W>(
+pub(crate) async fn serve<R, W>(
     handler: Arc<dyn Handler>,
     config: RuntimeConfig,
     reader: R,
@@ -157,7 +102,8 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (sink, writer_task) = spawn_writer(writer);
-    let peer = Arc::new(Peer::new(sink.clone(), config.host_call_timeout));
+    let idle = Arc::new(IdleGate::default());
+    let peer = Arc::new(Peer::new(sink.clone(), config.host_call_timeout, idle.clone()));
     let (stop, mut stopped) = watch::channel(false);
     let shared = Arc::new(Shared {
         handler,
@@ -166,6 +112,7 @@ where
         cancel: CancellationSource::new(),
         permits: Arc::new(Semaphore::new(config.max_concurrency.max(1))),
         initialized: false.into(),
+        idle: idle.clone(),
         stop,
     });
     let (notes, notes_task) = spawn_notification_task(shared.clone());
@@ -183,7 +130,7 @@ where
             Ok(Some(FrameRef::Line(line))) => line,
             Ok(Some(FrameRef::Oversize { limit })) => {
                 tracing::warn!(limit, "inbound frame over the cap discarded");
-                sink.send(Frame::oversize_response(limit));
+                sink.send(oversize_response(limit));
                 continue;
             }
             Ok(None) => break Ok(ServeEnd::Eof),
@@ -206,7 +153,9 @@ where
         match parsed {
             Ok(RawMessage::Request(request)) => dispatch_request(&shared, request, &drain),
             Ok(RawMessage::Notification(note)) => {
-                let _ = notes.send(note.into_notification());
+                if let Some(work) = admit_notification(&idle, note.into_notification()) {
+                    let _ = notes.send(work);
+                }
             }
             Ok(RawMessage::Response(response)) => peer.route(response),
             Err(bad) => {
@@ -228,6 +177,7 @@ where
     };
 
     peer.close();
+    idle.close();
     drop(notes);
     drop(drain);
     if matches!(end, Ok(ServeEnd::Shutdown)) {
