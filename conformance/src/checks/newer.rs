@@ -249,7 +249,23 @@ pub fn duplex(ctx: &mut Ctx<'_>) -> CheckResult {
 
 /// WIRE-METHOD-2 for the newest upstream methods: each one the worker does not advertise is
 /// answered `-32004`, never `-32601`.
+///
+/// Judged only for a worker on the newest upstream line, one that advertises a method of it
+/// (environmentStopLease, prepareIdleSleep, environmentTask, routeAiConnection): a worker built
+/// on the published September SDK does not know these names and answers `-32601`, which no
+/// host is hurt by, since it calls them only when advertised (the tolerance CAP-HONEST-2 grants
+/// November-only methods).
 pub fn not_implemented(ctx: &mut Ctx<'_>) -> CheckResult {
+    use paperclip_sandbox_protocol::methods::{Upstream, METHODS};
+    let newest =
+        METHODS.iter().any(|m| m.upstream == Upstream::Newest && ctx.facts.advertises(m.name));
+    if !newest {
+        return Err(Finding::Skip(
+            "the worker advertises no method of the newest upstream SDK line (it predates them; \
+             -32601 is tolerated there)"
+                .into(),
+        ));
+    }
     let mut wrong = Vec::new();
     for method in [
         name::ENVIRONMENT_TASK,
