@@ -131,8 +131,8 @@ pub enum TaskOperation {
     Submit {
         /// The projects to prepare (UUIDs, unique, at most [`MAX_TASK_PROJECT_IDS`]).
         project_ids: Vec<String>,
-        /// The Runner identity.
-        runner: TaskRunner,
+        /// The Runner identity (boxed: it is most of the operation's size).
+        runner: Box<TaskRunner>,
         /// The one-time ticket the Runner presents; transient input, never stored or logged.
         #[serde(serialize_with = "Secret::serialize_exposed")]
         #[schemars(with = "String")]

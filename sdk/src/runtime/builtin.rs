@@ -73,7 +73,7 @@ pub(crate) async fn prepare_idle_sleep(
         BackgroundWork::Present
     } else if let Some(request) = &request {
         // The drain check: the provider's hook, whose context is cancelled when the hold ends.
-        let hook = shared.implements(Method::PrepareIdleSleep).then(|| {
+        let hook = shared.implements(Method::PrepareIdleSleep).then_some(
             move |signal: CancellationToken| async move {
                 let cx = cx.with_cancellation(signal);
                 let raw =
@@ -81,8 +81,8 @@ pub(crate) async fn prepare_idle_sleep(
                         tracing::debug!(code = e.code, "idle_drain failed; answering unknown");
                     })?;
                 serde_json::from_str::<BackgroundWork>(raw.get()).map_err(|_| ())
-            }
-        });
+            },
+        );
         shared.idle.prepare(request, hook).await
     } else {
         BackgroundWork::Unknown

@@ -65,7 +65,8 @@ fn operations_are_strict() {
 fn submit_value_rules() {
     let ok: TaskOperation = from_json(submit());
     assert_eq!(ok.validate(), Ok(()));
-    let cases: Vec<(fn(&mut Value), &str)> = vec![
+    type Edit = fn(&mut Value);
+    let cases: Vec<(Edit, &str)> = vec![
         (|s| s["projectIds"] = json!(["not-a-uuid"]), "operation.projectIds.0"),
         (|s| s["projectIds"] = json!([P1, P1]), "operation.projectIds"),
         (|s| s["runner"]["protocolMin"] = json!(3), "operation.runner"),
