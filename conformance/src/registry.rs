@@ -5,7 +5,9 @@ use paperclip_sandbox_protocol::capabilities::Capability;
 use paperclip_sandbox_protocol::methods::Method as M;
 use paperclip_sandbox_protocol::HostProfile;
 
-use crate::checks::{envelopes, execute, framing, handshake, lifecycle, manifest, shutdown, sync};
+use crate::checks::{
+    envelopes, execute, framing, handshake, lifecycle, manifest, newer, shutdown, sync,
+};
 use crate::context::{CheckResult, Ctx, RunEnv, WorkerFacts};
 use crate::requirements::{requirement, Level, Requirement};
 
@@ -372,6 +374,52 @@ pub const CHECKS: &[Check] = &[
         Main,
         &[Profile(HostProfile::Paperclip2026_11), ACQUIRE, Method(M::EnvironmentStopLease)],
         lifecycle::stop_keeps_files,
+    ),
+    // The newest upstream methods (checks::newer), each gated by what the worker advertises.
+    check(
+        "newer.not-implemented",
+        "WIRE-METHOD-2",
+        "environmentTask, routeAiConnection, loginPtyOpen, duplexChannelOpen: -32004 unless advertised",
+        Main,
+        &[Profile(HostProfile::Paperclip2026_11)],
+        newer::not_implemented,
+    ),
+    check(
+        "newer.idle-seal",
+        "IDLE-SEAL-1",
+        "prepareIdleSleep none seals until the owner releases; a stale release does not",
+        Fresh,
+        &[Profile(HostProfile::Paperclip2026_11), Method(M::PrepareIdleSleep)],
+        newer::seal,
+    ),
+    check(
+        "newer.idle-busy",
+        "IDLE-BUSY-1",
+        "no idle sleep while a command runs",
+        Main,
+        &[Profile(HostProfile::Paperclip2026_11), Method(M::PrepareIdleSleep), ACQUIRE, EXECUTE],
+        newer::busy,
+    ),
+    check(
+        "newer.task-pairing",
+        "TASK-PAIR-1",
+        "environmentTask refuses a foreign operation and answers status with status",
+        Main,
+        &[Profile(HostProfile::Paperclip2026_11), Method(M::EnvironmentTask)],
+        newer::pairing,
+    ),
+    check(
+        "newer.duplex-roundtrip",
+        "DUPLEX-1",
+        "duplex channel: open, data, exit, close",
+        Main,
+        &[
+            ACQUIRE,
+            Method(M::DuplexChannelOpen),
+            Method(M::DuplexChannelWrite),
+            Method(M::DuplexChannelClose),
+        ],
+        newer::duplex,
     ),
     check(
         "shutdown.on-request",

@@ -9,5 +9,6 @@ pub mod framing;
 pub mod handshake;
 pub mod lifecycle;
 pub mod manifest;
+pub mod newer;
 pub mod shutdown;
 pub mod sync;

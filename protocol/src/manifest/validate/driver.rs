@@ -40,9 +40,11 @@ pub(crate) const DRIVER_FIELDS: &[&str] = &[
     "configSchema",
 ];
 
-/// The driver fields added by the 2026-11 contract (decisions.md D1(b)).
+/// The driver fields added by the 2026-11 contract (decisions.md D1(b)) and by the newest
+/// upstream SDK (`supportsTasks`, decisions.md D12); the 2026-09 host's strict schema rejects
+/// them.
 pub(crate) const NOVEMBER_FIELDS: &[&str] =
-    &["defaultAcquireTimeoutMs", "creationOperationVersion"];
+    &["supportsTasks", "defaultAcquireTimeoutMs", "creationOperationVersion"];
 
 /// Validates `environmentDrivers.<i>`; the context path points at the driver.
 pub(crate) fn check_driver(cx: &mut Ctx, v: &Value) {
@@ -89,6 +91,7 @@ pub(crate) fn check_driver(cx: &mut Ctx, v: &Value) {
 
     let november = cx.profile.is_november();
     if november {
+        zod::opt_bool(cx, d, "supportsTasks");
         zod::optional(cx, d, "defaultAcquireTimeoutMs", check_acquire_timeout);
         zod::optional(cx, d, "creationOperationVersion", check_creation_version);
     }
