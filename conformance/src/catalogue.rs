@@ -134,6 +134,8 @@ const ERRORS: Chapter = Chapter { file: "errors.md", title: "Errors, envelopes a
 const TIMEOUTS: Chapter = Chapter { file: "timeouts.md", title: "Timeouts" };
 const RUNTIME: Chapter =
     Chapter { file: "runtime-requirements.md", title: "Sandbox runtime requirements" };
+const NEWER: Chapter =
+    Chapter { file: "newer-methods.md", title: "Idle sleep, tasks and byte streams" };
 const MANIFEST: Chapter =
     Chapter { file: "manifest.md", title: "The manifest derive and its compile errors" };
 
@@ -152,6 +154,9 @@ const CHAPTER_BY_PREFIX: &[(&str, Chapter)] = &[
     ("SECRET-", ERRORS),
     ("TIME-", TIMEOUTS),
     ("RT-", RUNTIME),
+    ("IDLE-", NEWER),
+    ("TASK-", NEWER),
+    ("DUPLEX-", NEWER),
     ("MAN-", MANIFEST),
 ];
 

@@ -252,6 +252,8 @@ pub enum HostCall {
     SessionCommands,
     /// `environmentStopLease` (stop and retain).
     Stop,
+    /// A duplex command channel (`duplexChannelOpen` and the rest).
+    Duplex,
 }
 
 /// Whether the host makes `call` to this worker; `Err` says why not, for the skip reason.
@@ -272,6 +274,8 @@ pub enum HostCall {
 // - SessionCommands: `forceSession` is honoured only with persistentProcessSessions.
 // - Stop: `environmentStopLease` exists from paperclip-2026-11 and needs advertisement; the
 //   host requires a receipt with state "stopped".
+// - Duplex: environment-execution-target.ts opens a duplex channel only when the snapshot's
+//   duplexCommandStream (opt-in, needs duplexChannelOpen advertised) is effective.
 pub fn host_makes(call: HostCall, facts: &WorkerFacts, profile: HostProfile) -> Result<(), String> {
     let need_cap = |c: Capability| {
         if facts.has(c) {
@@ -293,6 +297,7 @@ pub fn host_makes(call: HostCall, facts: &WorkerFacts, profile: HostProfile) -> 
         HostCall::StreamedOutput => need_cap(Capability::IncrementalSessionOutput),
         HostCall::ControlCommands => need_cap(Capability::IndependentControlCommands),
         HostCall::SessionCommands => need_cap(Capability::PersistentProcessSessions),
+        HostCall::Duplex => need_cap(Capability::DuplexCommandStream),
         HostCall::Stop => {
             if !profile.is_november() {
                 Err(format!("only under {}", HostProfile::Paperclip2026_11))

@@ -11,8 +11,8 @@ use crate::check::{
 };
 pub use crate::check::{Check, CheckFn, Need, Scope};
 use crate::checks::{
-    envelopes, execute, framing, handshake, ledger, lifecycle, lints, manifest, runtime, shutdown,
-    sync,
+    envelopes, execute, framing, handshake, ledger, lifecycle, lints, manifest, newer, runtime,
+    shutdown, sync,
 };
 use crate::context::{RunEnv, WorkerFacts};
 use crate::hostmodel::host_makes;
@@ -64,6 +64,7 @@ pub const GROUPS: &[&[Check]] = &[
     sync::GROUP,
     runtime::GROUP,
     lifecycle::GROUP_END,
+    newer::GROUP,
     shutdown::GROUP,
     RUN_WIDE,
 ];

@@ -95,6 +95,21 @@ fn profile_flag_selects_the_rules() {
 }
 
 #[test]
+fn a_driver_with_supports_tasks_is_valid_for_november_only() {
+    let mut m = base();
+    m["environmentDrivers"][0]["supportsTasks"] = json!(true);
+    let o =
+        run(&["manifest", "check", "--profile", "paperclip-2026-11", "-"], Some(&m.to_string()));
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o), "valid (paperclip-2026-11)\n");
+    // The published September host's strict driver schema has no such key.
+    let o =
+        run(&["manifest", "check", "--profile", "paperclip-2026-09", "-"], Some(&m.to_string()));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("supportsTasks"), "{}", stdout(&o));
+}
+
+#[test]
 fn human_output_lists_path_message_code() {
     let mut m = base();
     m["capabilities"] = json!(["http.outbound"]);

@@ -218,7 +218,9 @@ mod tests {
         let sync_in = hook("sync_in").and_then(|h| h.method).map(|m| m.as_str());
         assert_eq!(sync_in, Some("environmentSyncIn"));
         assert_eq!(hook("on_event").map(|h| h.method), Some(None));
-        assert!(hook("duplex_channel_open").is_none());
+        let duplex = hook("duplex_channel_open").and_then(|h| h.method).map(|m| m.as_str());
+        assert_eq!(duplex, Some("duplexChannelOpen"));
+        assert!(hook("release_idle_sleep").is_none(), "the runtime answers releaseIdleSleep");
     }
 
     #[test]

@@ -292,6 +292,39 @@ fn removed_keys_differ_by_profile() {
 }
 
 #[test]
+fn supports_tasks_is_an_optional_boolean_of_the_november_profile() {
+    let tasks = |v: Value| driver(|d| d["supportsTasks"] = v);
+    for ok in [json!(true), json!(false)] {
+        let r = validate(&tasks(ok.clone()), P11);
+        assert!(r.valid && r.errors.is_empty(), "{ok}: {r:?}");
+        assert_eq!(r.output.unwrap()["environmentDrivers"][0]["supportsTasks"], ok);
+        // The published September host's strict driver schema has no such key.
+        assert_eq!(only_error(&tasks(ok), P09).message, "Unrecognized key: \"supportsTasks\"");
+    }
+    for bad in [json!("true"), json!(1), json!(null)] {
+        let e = only_error(&tasks(bad.clone()), P11);
+        assert_eq!(
+            (e.path.as_str(), e.code.as_str()),
+            ("environmentDrivers.0.supportsTasks", "invalid_type"),
+            "{bad}"
+        );
+    }
+    let typed = Manifest::sandbox_provider(
+        "acme.rust-sandbox",
+        "0.1.0",
+        "Rust Sandbox",
+        "./dist/worker.js",
+    )
+    .with_description("test")
+    .with_author("Acme")
+    .with_driver(
+        DriverDeclaration::sandbox_provider("rust-sbx", "Rust SBX").with_supports_tasks(true),
+    );
+    assert_eq!(typed.to_value()["environmentDrivers"][0]["supportsTasks"], true);
+    assert!(typed.validate(P11).valid);
+}
+
+#[test]
 fn november_driver_fields() {
     let timeout = |v: Value| driver(|d| d["defaultAcquireTimeoutMs"] = v);
     for ok in [json!(1), json!(300000), json!(86400000), json!(5.0)] {

@@ -18,6 +18,7 @@ chapters! {
     Wire => "wire.md",
     CapabilityContract => "capability-contract.md",
     Lifecycle => "lifecycle.md",
+    NewerMethods => "newer-methods.md",
     FileSync => "file-sync.md",
     Errors => "errors.md",
     Timeouts => "timeouts.md",

@@ -114,6 +114,19 @@ impl Context {
         }
     }
 
+    /// This context with another cancellation (the idle-drain hook's is the hold's end).
+    pub(crate) fn with_cancellation(&self, cancel: CancellationToken) -> Context {
+        let i = &self.inner;
+        Context::new(
+            i.method.clone(),
+            i.request_id.clone(),
+            i.invocation.clone(),
+            i.deadline,
+            cancel,
+            i.peer.clone(),
+        )
+    }
+
     /// The wire name of the method being served.
     pub fn method(&self) -> &str {
         &self.inner.method
@@ -258,6 +271,11 @@ impl Context {
     pub fn notify(&self, method: &str, params: Value) {
         let inv = self.invocation_id().map(str::to_owned);
         self.inner.peer.notify(method, Some(params), inv);
+    }
+
+    /// The worker's way back to the host, for senders that outlive this call.
+    pub(crate) fn peer(&self) -> &Arc<Peer> {
+        &self.inner.peer
     }
 }
 

@@ -10,7 +10,8 @@
 //! them by method through the protocol crate's
 //! [`envelope`](paperclip_sandbox_protocol::envelope) builders: cleanup on
 //! `environmentAcquireLease` and `environmentDestroyLease` only, the acquisition diagnostic on
-//! acquire only, the sync error on `environmentSyncIn`/`environmentSyncOut` only, the stop
+//! acquire only, the sync error on `environmentSyncOut` only (as the upstream SDK attaches it;
+//! a sync-in failure is answered without data), the stop
 //! error on `environmentStopLease` only, and nothing on any other method (`environmentProbe`…).
 //! The code stays `-32002` and the message is the provider's; the wrapped cause is never
 //! serialized. The envelopes belong to the November contract (paperclip-2026-11); a September
@@ -94,7 +95,9 @@ impl ProviderError {
         ProviderError { data: Some(data), ..Self::worker(message) }
     }
 
-    /// `-32002` carrying the sync-error diagnostic. Sent on sync in/out only.
+    /// `-32002` carrying the sync-error diagnostic. Sent on `environmentSyncOut` only, as the
+    /// upstream SDK does; on any other method (`environmentSyncIn` included) the answer has
+    /// the message and no data.
     pub fn sync(message: impl Into<String>, diagnostic: SyncDiagnostic) -> Self {
         ProviderError { data: Some(EnvelopeData::Sync(diagnostic)), ..Self::worker(message) }
     }
@@ -131,7 +134,7 @@ impl ProviderError {
                 creation_cleanup_data(method, ownership, diagnostic.as_ref())
             }
             Some(EnvelopeData::Sync(diagnostic)) => match method {
-                name::ENVIRONMENT_SYNC_IN | name::ENVIRONMENT_SYNC_OUT => diagnostic.to_data(),
+                name::ENVIRONMENT_SYNC_OUT => diagnostic.to_data(),
                 _ => None,
             },
             Some(EnvelopeData::Stop(reason)) => {
@@ -363,6 +366,9 @@ mod tests {
         let data = sync.to_error_object(name::ENVIRONMENT_SYNC_OUT).data.expect("sync envelope");
         assert_eq!(data["schema"], "paperclip/environment-sync-error/v1");
         assert_eq!(sync.to_error_object(name::ENVIRONMENT_EXECUTE).data, None);
+        // Upstream captures the sync diagnostic around environmentSyncOut only.
+        let sync_in = sync.to_error_object(name::ENVIRONMENT_SYNC_IN);
+        assert_eq!((sync_in.data, sync_in.message.as_str()), (None, "copy failed"));
 
         let stop = ProviderError::stop("gone", StopErrorReason::Unrecoverable);
         assert!(stop.to_error_object(name::ENVIRONMENT_STOP_LEASE).data.is_some());

@@ -59,8 +59,9 @@
 //!   the impl block, maps each to its wire name through the protocol crate's constants, and
 //!   generates [`SandboxProvider::implemented_methods`] from them; a method that is not a hook
 //!   is a compile error at its name. The runtime serves exactly the listed hooks (`-32004`
-//!   for any other known method, `-32601` for unknown ones) and advertises exactly them plus
-//!   `health` and `shutdown`. The macro also applies `#[async_trait]`.
+//!   for any other known method, `-32601` for unknown ones) and advertises exactly them, as the
+//!   upstream SDK does (`health` and `shutdown` are answered without a hook, but advertised only
+//!   with one). The macro also applies `#[async_trait]`.
 //! * **The manifest cannot lie.** [`#[derive(PluginManifest)]`](macro@PluginManifest) writes
 //!   the manifest from attributes, checks them with the protocol crate's validator and
 //!   capability table while the provider compiles, and refuses a declared capability whose
@@ -108,10 +109,13 @@ mod book;
 pub mod cli;
 pub mod context;
 pub mod error;
+pub(crate) mod idle;
 pub mod manifest;
 pub mod process;
 pub mod provider;
 mod runtime;
+pub mod services;
+pub mod streams;
 pub mod testing;
 
 pub use context::{CancellationSource, CancellationToken, Context};
@@ -124,6 +128,7 @@ pub use runtime::{
     RuntimeConfig, ServeEnd, DEFAULT_FRAME_LIMIT, DEFAULT_HOST_CALL_TIMEOUT,
     DEFAULT_MAX_CONCURRENCY, DEFAULT_SHUTDOWN_GRACE, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER,
 };
+pub use streams::{DuplexSender, LoginPtySender};
 
 use runtime::Handler;
 

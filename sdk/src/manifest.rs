@@ -56,6 +56,8 @@ pub struct ManifestSpec {
     pub default_acquire_timeout_ms: Option<u64>,
     /// paperclip-2026-11: `creationOperationVersion`.
     pub creation_operation_version: Option<u32>,
+    /// paperclip-2026-11: `supportsTasks` (the provider implements `environmentTask`).
+    pub supports_tasks: Option<bool>,
     /// The driver's `configSchema` (see [`config_schema`] and [`empty_config_schema`]).
     pub config_schema: fn() -> Value,
 }
@@ -80,6 +82,7 @@ impl ManifestSpec {
         if profile.is_november() {
             driver.default_acquire_timeout_ms = self.default_acquire_timeout_ms;
             driver.creation_operation_version = self.creation_operation_version;
+            driver.supports_tasks = self.supports_tasks;
         }
         let mut manifest =
             Manifest::sandbox_provider(self.id, self.version, self.display_name, self.worker)
@@ -225,6 +228,7 @@ mod tests {
             ],
             default_acquire_timeout_ms: Some(60_000),
             creation_operation_version: Some(1),
+            supports_tasks: Some(true),
             config_schema: config_schema::<Config>,
         }
     }
@@ -260,11 +264,13 @@ mod tests {
         let driver = &new["environmentDrivers"][0];
         assert_eq!(driver["defaultAcquireTimeoutMs"], 60_000);
         assert_eq!(driver["creationOperationVersion"], 1);
+        assert_eq!(driver["supportsTasks"], true);
         assert_eq!(driver["sandboxCapabilities"], json!({"reusableLeases": true}));
         let old = spec().to_manifest(HostProfile::Paperclip2026_09).to_value();
         let driver = &old["environmentDrivers"][0];
         assert!(driver.get("defaultAcquireTimeoutMs").is_none());
         assert!(driver.get("creationOperationVersion").is_none());
+        assert!(driver.get("supportsTasks").is_none());
         assert_eq!(driver["sandboxCapabilities"], json!({"reusableLeases": true}));
         for profile in HostProfile::ALL {
             let report = spec().to_manifest(profile).validate(profile);

@@ -168,6 +168,28 @@ fn encode_result<T: Serialize + 'static>(result: &T) -> serde_json::Result<Box<R
     Ok(unsafe { RawValue::from_string_unchecked(String::from_utf8_unchecked(out)) })
 }
 
+/// `environmentTask`, validated as the upstream SDK validates it: an operation that breaks a
+/// rule of the operation union is `-32602` without calling the hook; a result that breaks a
+/// rule of the result union, or does not answer the operation (another `taskId`, another
+/// kind), is `-32002 Invalid plugin-provided Runner execution response`.
+async fn environment_task<P: SandboxProvider + ?Sized>(
+    provider: &P,
+    params: Option<&RawValue>,
+    cx: Context,
+) -> Result<Box<RawValue>, ErrorObject> {
+    typed(Method::EnvironmentTask.as_str(), params, |p: EnvironmentTaskParams| async move {
+        p.operation.validate().map_err(ProviderError::invalid_params)?;
+        let (operation, task_id) = (p.operation.clone(), p.task_id.clone());
+        let result = provider.environment_task(p, cx).await?;
+        if let Err(e) = result.check_answers(&operation, &task_id) {
+            tracing::warn!(rule = %e, "environmentTask result refused");
+            return Err(ProviderError::worker(TASK_RESPONSE_MISMATCH_MESSAGE));
+        }
+        Ok(result)
+    })
+    .await
+}
+
 /// Adapts a [`SandboxProvider`] to the runtime's [`Handler`].
 pub(crate) struct ProviderHandler<P>(pub P);
 
@@ -183,7 +205,10 @@ impl<P: SandboxProvider> Handler for ProviderHandler<P> {
         params: Option<&RawValue>,
         cx: Context,
     ) -> Result<Box<RawValue>, ErrorObject> {
-        call_hook(&self.0, method, params, cx).await
+        match method {
+            Method::EnvironmentTask => environment_task(&self.0, params, cx).await,
+            _ => call_hook(&self.0, method, params, cx).await,
+        }
     }
 
     async fn notify(&self, method: &str, params: Option<Value>, cx: Context) {
@@ -324,6 +349,75 @@ mod tests {
             _: Context,
         ) -> HookResult<DeleteTemplateResult> {
             Err(ProviderError::worker("x"))
+        }
+        async fn idle_drain(
+            &self,
+            _: PrepareIdleSleepParams,
+            _: Context,
+        ) -> HookResult<BackgroundWork> {
+            Ok(BackgroundWork::None)
+        }
+        async fn route_ai_connection(
+            &self,
+            _: RouteAiConnectionParams,
+            _: Context,
+        ) -> HookResult<RouteAiConnectionResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn environment_task(
+            &self,
+            _: EnvironmentTaskParams,
+            _: Context,
+        ) -> HookResult<TaskResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn login_pty_open(
+            &self,
+            _: LoginPtyOpenParams,
+            _: Context,
+        ) -> HookResult<LoginPtyOpenResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn login_pty_input(&self, _: LoginPtyInputParams, _: Context) -> HookResult<()> {
+            Ok(())
+        }
+        async fn login_pty_stop(&self, _: LoginPtyStopParams, _: Context) -> HookResult<()> {
+            Ok(())
+        }
+        async fn login_pty_close(
+            &self,
+            p: LoginPtyCloseParams,
+            _: Context,
+        ) -> HookResult<LoginPtyCloseResult> {
+            Ok(LoginPtyCloseResult::new(p.host_route_id))
+        }
+        async fn duplex_channel_open(
+            &self,
+            _: DuplexChannelOpenParams,
+            _: Context,
+        ) -> HookResult<DuplexChannelOpenResult> {
+            Err(ProviderError::worker("x"))
+        }
+        async fn duplex_channel_write(
+            &self,
+            _: DuplexChannelWriteParams,
+            _: Context,
+        ) -> HookResult<()> {
+            Ok(())
+        }
+        async fn duplex_channel_stop(
+            &self,
+            _: DuplexChannelStopParams,
+            _: Context,
+        ) -> HookResult<()> {
+            Ok(())
+        }
+        async fn duplex_channel_close(
+            &self,
+            p: DuplexChannelCloseParams,
+            _: Context,
+        ) -> HookResult<DuplexChannelCloseResult> {
+            Ok(DuplexChannelCloseResult::new(p.host_route_id, None))
         }
     }
 

@@ -170,8 +170,10 @@ async fn initialize_advertises_exactly_the_written_hooks() {
     let result = client.call(name::INITIALIZE, json!({"manifest": {}, "config": {}})).await;
     assert_eq!(
         result.unwrap(),
+        // As the upstream SDK: `health` and `shutdown` are advertised only with their hooks
+        // (and answered either way).
         json!({"ok": true, "supportedMethods": [
-            "health", "shutdown", "environmentValidateConfig", "environmentProbe",
+            "environmentValidateConfig", "environmentProbe",
             "environmentAcquireLease", "environmentReleaseLease", "environmentExecute"
         ]})
     );
@@ -184,7 +186,7 @@ async fn initialize_advertises_exactly_the_written_hooks() {
     r.unwrap();
     assert_eq!(
         empty.next_line().await.unwrap(),
-        r#"{"jsonrpc":"2.0","id":1,"result":{"ok":true,"supportedMethods":["health","shutdown"]}}"#
+        r#"{"jsonrpc":"2.0","id":1,"result":{"ok":true,"supportedMethods":[]}}"#
     );
 }
 

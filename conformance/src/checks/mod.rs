@@ -11,6 +11,7 @@ pub mod ledger;
 pub mod lifecycle;
 pub mod lints;
 pub mod manifest;
+pub mod newer;
 pub mod runtime;
 pub mod shutdown;
 pub mod sync;

@@ -11,9 +11,24 @@ use serde_json::json;
 
 fn passes_every_check(extra_config: serde_json::Value) {
     for (profile, skips) in [
-        (HostProfile::Paperclip2026_11, &[][..]),
-        // Under paperclip-2026-09 environmentStopLease does not exist, so its check skips.
-        (HostProfile::Paperclip2026_09, &["lifecycle.stop-keeps-files"][..]),
+        // No idle-drain, environmentTask or duplex channel hooks: their checks skip.
+        (
+            HostProfile::Paperclip2026_11,
+            &["newer.idle-seal", "newer.idle-busy", "newer.task-pairing", "newer.duplex-roundtrip"]
+                [..],
+        ),
+        // Under paperclip-2026-09 environmentStopLease and the newest methods do not exist.
+        (
+            HostProfile::Paperclip2026_09,
+            &[
+                "lifecycle.stop-keeps-files",
+                "newer.not-implemented",
+                "newer.idle-seal",
+                "newer.idle-busy",
+                "newer.task-pairing",
+                "newer.duplex-roundtrip",
+            ][..],
+        ),
     ] {
         let root = tempfile::tempdir().unwrap();
         let mut config = json!({"root": root.path()});

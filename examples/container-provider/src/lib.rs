@@ -287,11 +287,18 @@ impl SandboxProvider for ContainerProvider {
         params: StopLeaseParams,
         _cx: Context,
     ) -> HookResult<StopLeaseResult> {
+        // Stop takes the release params, whose lease id may be null: there is nothing to stop
+        // and no receipt could name it.
+        let Some(id) = params.lease_id().filter(|id| !id.is_empty()) else {
+            return Err(ProviderError::invalid_params(
+                "providerLeaseId is required to stop a lease",
+            ));
+        };
         let (engine, settings) = self.connect(&params.base.config).await?;
         if params.cancel_active_work == Some(true) {
-            self.active.kill_all(&engine, &params.provider_lease_id, &settings.user()).await;
+            self.active.kill_all(&engine, id, &settings.user()).await;
         }
-        lease::stop_container(&engine, &params.provider_lease_id)
+        lease::stop_container(&engine, id)
             .await
             .map_err(|e| ProviderError::stop(e.message(), StopErrorReason::Unrecoverable))
     }

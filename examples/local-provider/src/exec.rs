@@ -55,7 +55,8 @@ pub struct ExecRequest {
 pub struct ProcessGroups(Arc<Mutex<HashMap<PathBuf, Vec<u32>>>>);
 
 impl ProcessGroups {
-    fn register(&self, lease: &Path, pgid: u32) {
+    /// Records `pgid` as started in `lease`, so its stop, release and destroy end it.
+    pub(crate) fn register(&self, lease: &Path, pgid: u32) {
         let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let groups = map.entry(lease.to_path_buf()).or_default();
         groups.retain(|&g| process_group_exists(g));

@@ -10,6 +10,7 @@
 //! | [`exec`] | run one command in a lease: process group, timeout, cancellation, streaming |
 //! | [`provider`] | the `environment*` hooks on the protocol's typed params and results, and the derived plugin manifest |
 //! | [`sync`] | `environmentSyncIn` / `environmentSyncOut` operations and post-upload commands |
+//! | [`duplex`] | duplex channels: a live command in a lease, its stdin written by the host, its output streamed back |
 //! | [`copy`] | bounded, atomic file and directory copies used by [`sync`] |
 //! | [`confine`] | path confinement to a lease directory (no `..`, no symlink escape) |
 //! | [`glob`] | the small glob matcher behind sync `exclude` patterns |
@@ -28,6 +29,7 @@ pub mod beneath;
 pub mod config;
 pub mod confine;
 pub mod copy;
+pub mod duplex;
 pub mod error;
 pub mod exec;
 pub mod glob;

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use paperclip_sandbox_protocol::methods::execute::{ExecuteParams, ExecuteResult};
+use paperclip_sandbox_protocol::methods::idle::BackgroundWork;
 use paperclip_sandbox_protocol::methods::lease::{
     AcquireLeaseParams, Diagnostic, DiagnosticSeverity, JsonObject, Lease, ProbeParams,
     ProbeResult, ReleaseLeaseParams, ResourceDisposition, ResumeLeaseParams, StopLeaseParams,
@@ -24,6 +25,7 @@ use paperclip_sandbox_sdk::PluginManifest;
 use serde_json::Value;
 
 use crate::config::LocalConfig;
+use crate::duplex::DuplexChannels;
 use crate::error::{ErrorKind, LocalError, Result};
 use crate::exec::{self, ExecRequest, OutputSink, ProcessGroups};
 use crate::leases::{self, Disposition, LeaseStore, ReceiptState};
@@ -49,12 +51,19 @@ use crate::sync::{self, Direction, FileMapping, MappingKind, PostUploadCommand, 
     display_name = "Local directory",
     description = "Each lease is a private directory on the worker's machine.",
     config = LocalConfig,
-    capabilities(reusableLeases, nativeSyncIn, nativeSyncOut, incrementalSessionOutput),
+    capabilities(
+        reusableLeases,
+        nativeSyncIn,
+        nativeSyncOut,
+        incrementalSessionOutput,
+        duplexCommandStream
+    ),
     default_acquire_timeout_ms = 60_000
 )]
 pub struct LocalProvider {
     groups: ProcessGroups,
     profile: HostProfile,
+    channels: DuplexChannels,
 }
 
 impl Default for LocalProvider {
@@ -128,7 +137,37 @@ impl LocalProvider {
     /// A provider answering as the host `profile` expects (it decides whether
     /// `minimumTimeoutMs` is read).
     pub fn new(profile: HostProfile) -> Self {
-        Self { groups: ProcessGroups::default(), profile }
+        Self { groups: ProcessGroups::default(), profile, channels: DuplexChannels::default() }
+    }
+
+    /// The open duplex channels.
+    pub fn channels(&self) -> &DuplexChannels {
+        &self.channels
+    }
+
+    /// The process groups of every lease.
+    pub fn groups(&self) -> &ProcessGroups {
+        &self.groups
+    }
+
+    /// Records where lease `id` lives (from the `config` of a call naming it), so methods
+    /// whose params carry no config (the duplex channels) can find it.
+    pub fn remember_lease(&self, config: &JsonObject, id: &str) {
+        if let Ok(cfg) = LocalConfig::parse(&Value::Object(config.clone())) {
+            self.channels.remember_lease(id, &cfg.resolved_root());
+        }
+    }
+
+    /// Idle-sleep drain check: background work is a command still running in any lease
+    /// (a background child a finished command left, for example) or an open duplex channel
+    /// whose command runs.
+    pub fn background_work(&self) -> BackgroundWork {
+        let running = paperclip_sandbox_sdk::process::live_groups().len();
+        if running > 0 || self.channels.running_count() > 0 {
+            BackgroundWork::Present
+        } else {
+            BackgroundWork::None
+        }
     }
 
     /// The host profile.
@@ -138,6 +177,7 @@ impl LocalProvider {
 
     /// Worker shutdown: kill every command still running in any lease (their files stay).
     pub fn shutdown(&self) -> usize {
+        self.channels.close_all();
         self.groups.kill_everything()
     }
 
@@ -250,7 +290,13 @@ impl LocalProvider {
     /// `environmentStopLease`: end the lease's commands, keep its files.
     pub async fn stop(&self, params: &StopLeaseParams) -> Result<TerminationReceipt> {
         let store = store(&params.base.config, &self.groups)?;
-        let id = params.provider_lease_id.clone();
+        // Stop takes the release params, whose lease id may be null: nothing to stop then,
+        // and no receipt can name it.
+        let id = params
+            .lease_id()
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| LocalError::invalid("providerLeaseId is required to stop a lease"))?
+            .to_owned();
         blocking(move || store.stop(&id)).await.map(to_wire_receipt)
     }
 

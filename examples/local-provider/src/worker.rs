@@ -5,11 +5,14 @@
 //! | Error kind | Answer |
 //! |---|---|
 //! | [`ErrorKind::InvalidParams`] | `-32602 Invalid params: …` |
-//! | any other kind, on `environmentSyncIn` / `environmentSyncOut` | `-32002` with the sync-error envelope (`errorCode` from the OS error, `ETIMEDOUT` for a timeout, `exitCode` and `transferFailureKind: command_failed` for a failed post-upload command, `transferStep: sandbox_guard` for a confinement refusal) |
+//! | any other kind, on `environmentSyncOut` (the SDK drops it on `environmentSyncIn`, as upstream) | `-32002` with the sync-error envelope (`errorCode` from the OS error, `ETIMEDOUT` for a timeout, `exitCode` and `transferFailureKind: command_failed` for a failed post-upload command, `transferStep: sandbox_guard` for a confinement refusal) |
 //! | any other kind, on `environmentStopLease` | `-32002` with the stop-error envelope, reason `unrecoverable` |
 //! | any other kind | `-32002` with the message |
 //!
-//! `shutdown` kills every command still running in any lease before the runtime exits.
+//! `shutdown` kills every command still running in any lease (and every duplex channel)
+//! before the runtime exits. `prepareIdleSleep`'s drain check (`idle_drain`) reports
+//! background work while a command still runs in any lease or a duplex channel's command runs.
+//! Duplex channels run a command in a lease ([`crate::duplex`]).
 //! `environmentExecute` streams output through [`Context::execute_log`] and kills the command's
 //! process group when the call is cancelled (for example by `shutdown`).
 
@@ -19,6 +22,7 @@ use paperclip_sandbox_protocol::envelope::sync_error::{
 use paperclip_sandbox_protocol::envelope::{StopErrorReason, SyncDiagnostic};
 use paperclip_sandbox_sdk::prelude::*;
 
+use crate::duplex::DuplexChannels;
 use crate::error::{ErrorKind, LocalError};
 use crate::provider::LocalProvider;
 use crate::sync::Direction;
@@ -103,7 +107,11 @@ impl SandboxProvider for LocalProvider {
         params: AcquireLeaseParams,
         _cx: Context,
     ) -> HookResult<AcquireLeaseResult> {
-        self.acquire(&params).await.map_err(wire_error)
+        let lease = self.acquire(&params).await.map_err(wire_error)?;
+        if let Some(id) = &lease.provider_lease_id {
+            self.remember_lease(&params.base.config, id);
+        }
+        Ok(lease)
     }
 
     async fn resume_lease(
@@ -111,7 +119,11 @@ impl SandboxProvider for LocalProvider {
         params: ResumeLeaseParams,
         _cx: Context,
     ) -> HookResult<ResumeLeaseResult> {
-        self.resume(&params).await.map_err(wire_error)
+        let lease = self.resume(&params).await.map_err(wire_error)?;
+        if let Some(id) = &lease.provider_lease_id {
+            self.remember_lease(&params.base.config, id);
+        }
+        Ok(lease)
     }
 
     async fn release_lease(
@@ -127,6 +139,9 @@ impl SandboxProvider for LocalProvider {
         params: DestroyLeaseParams,
         _cx: Context,
     ) -> HookResult<DestroyLeaseResult> {
+        if let Some(id) = params.lease_id() {
+            self.channels().close_lease(id);
+        }
         self.destroy(&params).await.map_err(wire_error)
     }
 
@@ -135,6 +150,9 @@ impl SandboxProvider for LocalProvider {
         params: StopLeaseParams,
         _cx: Context,
     ) -> HookResult<StopLeaseResult> {
+        if let Some(id) = params.lease_id() {
+            self.channels().close_lease(id);
+        }
         self.stop(&params).await.map_err(|e| match e.kind {
             ErrorKind::InvalidParams => wire_error(e),
             _ => ProviderError::stop(e.message, StopErrorReason::Unrecoverable),
@@ -146,10 +164,16 @@ impl SandboxProvider for LocalProvider {
         params: RealizeWorkspaceParams,
         _cx: Context,
     ) -> HookResult<RealizeWorkspaceResult> {
+        if let Some(id) = &params.lease.provider_lease_id {
+            self.remember_lease(&params.base.config, id);
+        }
         self.realize(&params).await.map_err(wire_error)
     }
 
     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
+        if let Some(id) = &params.lease.provider_lease_id {
+            self.remember_lease(&params.base.config, id);
+        }
         let cancel = cx.cancellation().clone();
         let mut sink = &cx;
         LocalProvider::execute(self, &params, &mut sink, async move { cancel.cancelled().await })
@@ -163,6 +187,48 @@ impl SandboxProvider for LocalProvider {
 
     async fn sync_out(&self, params: SyncOutParams, _cx: Context) -> HookResult<SyncResult> {
         self.sync(Direction::Out, &params).await.map_err(sync_error)
+    }
+
+    async fn idle_drain(
+        &self,
+        _params: PrepareIdleSleepParams,
+        _cx: Context,
+    ) -> HookResult<BackgroundWork> {
+        Ok(self.background_work())
+    }
+
+    async fn duplex_channel_open(
+        &self,
+        params: DuplexChannelOpenParams,
+        cx: Context,
+    ) -> HookResult<DuplexChannelOpenResult> {
+        let session = DuplexChannels::new_session_id();
+        let sender = cx.duplex_channel_sender(&params.host_route_id, &session);
+        self.channels().open(&params, session, self.groups(), sender).await.map_err(wire_error)
+    }
+
+    async fn duplex_channel_write(
+        &self,
+        params: DuplexChannelWriteParams,
+        _cx: Context,
+    ) -> HookResult<()> {
+        self.channels().write(&params).await.map_err(wire_error)
+    }
+
+    async fn duplex_channel_stop(
+        &self,
+        params: DuplexChannelStopParams,
+        _cx: Context,
+    ) -> HookResult<()> {
+        self.channels().stop(&params).map_err(wire_error)
+    }
+
+    async fn duplex_channel_close(
+        &self,
+        params: DuplexChannelCloseParams,
+        _cx: Context,
+    ) -> HookResult<DuplexChannelCloseResult> {
+        Ok(self.channels().close(&params))
     }
 }
 

@@ -1,6 +1,6 @@
 //! The conformance harness, run in process against the real `local-provider` binary: every
-//! check passes under both profiles; none is skipped but `lifecycle.stop-keeps-files` under
-//! paperclip-2026-09, where environmentStopLease does not exist.
+//! check passes under both profiles; none is skipped but the checks of methods the provider
+//! does not implement (environmentTask) or the profile does not have.
 
 use paperclip_sandbox_conformance::process::WorkerCommand;
 use paperclip_sandbox_conformance::{assert_conformant, RunOptions};
@@ -9,8 +9,20 @@ use paperclip_sandbox_protocol::HostProfile;
 #[test]
 fn local_provider_passes_every_check() {
     for (profile, skips) in [
-        (HostProfile::Paperclip2026_11, &[][..]),
-        (HostProfile::Paperclip2026_09, &["lifecycle.stop-keeps-files"][..]),
+        // No environmentTask hook: its pairing check skips.
+        (HostProfile::Paperclip2026_11, &["newer.task-pairing"][..]),
+        // Under paperclip-2026-09 environmentStopLease, idle sleep and environmentTask do not
+        // exist, so their checks skip.
+        (
+            HostProfile::Paperclip2026_09,
+            &[
+                "lifecycle.stop-keeps-files",
+                "newer.not-implemented",
+                "newer.idle-seal",
+                "newer.idle-busy",
+                "newer.task-pairing",
+            ][..],
+        ),
     ] {
         let root = tempfile::tempdir().unwrap();
         let command = WorkerCommand {

@@ -7,10 +7,16 @@ use std::time::{Duration, Instant};
 use common::{Wire, LIVENESS};
 use serde_json::{json, Value};
 
-/// The hooks the local provider implements, plus the two the runtime always answers.
+/// The hooks the local provider implements (`health` is answered without a hook and so not
+/// advertised, as upstream; `releaseIdleSleep` comes with `idle_drain`).
 const SUPPORTED: &[&str] = &[
-    "health",
     "shutdown",
+    "prepareIdleSleep",
+    "releaseIdleSleep",
+    "duplexChannelOpen",
+    "duplexChannelWrite",
+    "duplexChannelStop",
+    "duplexChannelClose",
     "environmentValidateConfig",
     "environmentProbe",
     "environmentAcquireLease",

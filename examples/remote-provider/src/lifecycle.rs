@@ -294,7 +294,12 @@ pub async fn stop_lease(
     config: &RemoteConfig,
     params: &StopLeaseParams,
 ) -> Result<TerminationReceipt, ProviderError> {
-    stop_preserving(client, config, &params.provider_lease_id).await
+    // Stop takes the release params, whose lease id may be null: there is nothing to stop and
+    // no receipt could name it.
+    let Some(id) = params.lease_id().filter(|id| !id.is_empty()) else {
+        return Err(ProviderError::invalid_params("providerLeaseId is required to stop a lease"));
+    };
+    stop_preserving(client, config, id).await
 }
 
 /// Stop-only preservation of sandbox `id`: recover once if needed, disable auto-delete and

@@ -31,6 +31,8 @@ pub(crate) struct Checked {
     pub default_acquire_timeout_ms: Option<u64>,
     /// `creationOperationVersion`, when declared and allowed by the profile.
     pub creation_operation_version: Option<u32>,
+    /// `supportsTasks`, when declared and allowed by the profile.
+    pub supports_tasks: Option<bool>,
 }
 
 /// Runs every check; problems go to `errors`.
@@ -64,12 +66,18 @@ pub(crate) fn check(input: &Input, errors: &mut Errors) -> Checked {
         november_field::<u64>(input.driver.default_acquire_timeout_ms.as_ref(), profile, errors);
     let creation_operation_version =
         november_field::<u32>(input.driver.creation_operation_version.as_ref(), profile, errors);
+    let supports_tasks = input
+        .driver
+        .supports_tasks
+        .as_ref()
+        .and_then(|lit| november_only(lit.span(), profile, errors).then_some(lit.value));
     let checked = Checked {
         profile,
         categories,
         capabilities,
         default_acquire_timeout_ms,
         creation_operation_version,
+        supports_tasks,
     };
     run_validator(input, &checked, errors);
     checked
@@ -177,16 +185,7 @@ where
     T::Err: std::fmt::Display,
 {
     let lit = lit?;
-    if !profile.is_november() {
-        errors.push(syn::Error::new(
-            lit.span(),
-            format!(
-                "this is a paperclip-2026-11 driver field, but the provider targets {profile} \
-                 (`profile = \"{profile}\"`), whose hosts reject it as an unrecognized key; \
-                 remove it or target paperclip-2026-11 (the manifest for paperclip-2026-09 \
-                 hosts then leaves it out)"
-            ),
-        ));
+    if !november_only(lit.span(), profile, errors) {
         return None;
     }
     match lit.base10_parse::<T>() {
@@ -196,6 +195,23 @@ where
             None
         }
     }
+}
+
+/// True when the profile accepts a 2026-11-only driver field; otherwise reports it at `span`.
+fn november_only(span: proc_macro2::Span, profile: HostProfile, errors: &mut Errors) -> bool {
+    if profile.is_november() {
+        return true;
+    }
+    errors.push(syn::Error::new(
+        span,
+        format!(
+            "this is a paperclip-2026-11 driver field, but the provider targets {profile} \
+             (`profile = \"{profile}\"`), whose hosts reject it as an unrecognized key; \
+             remove it or target paperclip-2026-11 (the manifest for paperclip-2026-09 \
+             hosts then leaves it out)"
+        ),
+    ));
+    false
 }
 
 /// Builds a manifest from the literals (valid placeholders where an argument is missing, which
@@ -215,6 +231,7 @@ fn run_validator(input: &Input, checked: &Checked, errors: &mut Errors) {
     }
     driver.default_acquire_timeout_ms = checked.default_acquire_timeout_ms;
     driver.creation_operation_version = checked.creation_operation_version;
+    driver.supports_tasks = checked.supports_tasks;
     let mut manifest = Manifest::sandbox_provider(
         text(&p.id, "plugin"),
         text(&p.version, "0.0.0"),

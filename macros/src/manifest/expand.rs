@@ -36,6 +36,7 @@ pub(crate) fn expand(input: &Input, checked: &Checked, krate: &TokenStream) -> T
     );
     let timeout = option(checked.default_acquire_timeout_ms.map(|v| quote!(#v)));
     let creation = option(checked.creation_operation_version.map(|v| quote!(#v)));
+    let tasks = option(checked.supports_tasks.map(|v| quote!(#v)));
     let config_schema = match &d.config {
         Some(ty) => quote_spanned!(ty.span()=> #krate::manifest::config_schema::<#ty>),
         None => quote!(#krate::manifest::empty_config_schema),
@@ -63,6 +64,7 @@ pub(crate) fn expand(input: &Input, checked: &Checked, krate: &TokenStream) -> T
                     capabilities: &[ #(#capabilities),* ],
                     default_acquire_timeout_ms: #timeout,
                     creation_operation_version: #creation,
+                    supports_tasks: #tasks,
                     config_schema: #config_schema,
                 };
                 SPEC.to_manifest(profile)
@@ -102,6 +104,17 @@ fn capability_checks(input: &Input, checked: &Checked, krate: &TokenStream) -> T
                 };
             });
         }
+    }
+    if let (Some(true), Some(lit)) = (checked.supports_tasks, &input.driver.supports_tasks) {
+        let message = format!(
+            "`supports_tasks` is declared, but the #[provider] impl of `{ident}` does not define \
+             `environment_task` (environmentTask): the host runs Runner tasks through it"
+        );
+        checks.push(quote_spanned! {lit.span()=>
+            const _: () = if !#krate::__private::satisfies(METHODS, &["environmentTask"]) {
+                ::core::panic!(#message)
+            };
+        });
     }
     let methods = quote_spanned! {ident.span()=>
         #[allow(dead_code)]

@@ -73,10 +73,36 @@ mod tests {
         let found = errors(quote! {
             #[plugin(id = "acme.sbx", display_name = "Acme", description = "d", author = "a")]
             #[driver(key = "acme", display_name = "Acme", capabilities(reusableLeases, nativeSyncIn = false),
-                     default_acquire_timeout_ms = 86_400_000, creation_operation_version = 1)]
+                     default_acquire_timeout_ms = 86_400_000, creation_operation_version = 1,
+                     supports_tasks)]
             struct P;
         });
         assert_eq!(found, Vec::<String>::new());
+    }
+
+    #[test]
+    fn supports_tasks_is_a_november_boolean() {
+        let ok = errors(quote! {
+            #[plugin(id = "a", display_name = "A", description = "d", author = "a")]
+            #[driver(key = "a", display_name = "A", supports_tasks = false)]
+            struct P;
+        });
+        assert_eq!(ok, Vec::<String>::new());
+        let found = errors(quote! {
+            #[plugin(id = "a", display_name = "A", description = "d", author = "a")]
+            #[driver(key = "a", display_name = "A", supports_tasks = 1, supports_task)]
+            struct P;
+        });
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found[0].contains("expected `true` or `false`"), "{found:?}");
+        assert!(found[1].contains("did you mean `supports_tasks`?"), "{found:?}");
+        let old = errors(quote! {
+            #[plugin(id = "a", display_name = "A", description = "d", author = "a", profile = "paperclip-2026-09")]
+            #[driver(key = "a", display_name = "A", supports_tasks)]
+            struct P;
+        });
+        assert_eq!(old.len(), 1, "{old:?}");
+        assert!(old[0].starts_with("this is a paperclip-2026-11 driver field"), "{old:?}");
     }
 
     #[test]
@@ -84,7 +110,7 @@ mod tests {
         let found = errors(quote! {
             #[plugin(id = "Acme", display_name = "", author = "a", colour = "red", categories = ["robots"])]
             #[driver(key = "acme!", display_name = "Acme",
-                     capabilities(reusableLease, concurrentSyncAndExec, duplexCommandStream),
+                     capabilities(reusableLease, concurrentSyncAndExec),
                      default_acquire_timeout_ms = 0, creation_operation_version = 2)]
             struct P<T>(T);
         });
@@ -95,7 +121,6 @@ mod tests {
             "unknown category `robots`",
             "unknown sandbox capability `reusableLease`; did you mean `reusableLeases`?",
             "`concurrentSyncAndExec` was removed from the capability contract",
-            "`duplexCommandStream` can never be granted",
             "invalid `id`: Plugin id must start with a lowercase alphanumeric",
             "invalid `display_name`: Too small",
             "invalid `key`: Environment driver key must start",

@@ -5,6 +5,7 @@
 //! on, so one compile run shows them all.
 
 use syn::meta::ParseNestedMeta;
+use syn::spanned::Spanned;
 use syn::{Attribute, DeriveInput, Expr, ExprLit, Ident, Lit, LitBool, LitInt, LitStr, Path, Type};
 
 use super::suggest::did_you_mean;
@@ -32,6 +33,7 @@ pub(crate) const DRIVER_ARGS: &[&str] = &[
     "capabilities",
     "default_acquire_timeout_ms",
     "creation_operation_version",
+    "supports_tasks",
 ];
 
 /// `#[plugin(…)]`.
@@ -64,6 +66,8 @@ pub(crate) struct DriverAttr {
     pub capabilities: Vec<CapabilityDecl>,
     pub default_acquire_timeout_ms: Option<LitInt>,
     pub creation_operation_version: Option<LitInt>,
+    /// `supports_tasks` (alone: `true`) or `supports_tasks = bool`.
+    pub supports_tasks: Option<LitBool>,
 }
 
 /// The derive input with its attributes read.
@@ -243,6 +247,23 @@ fn driver_arg(
         }
         "creation_operation_version" => {
             store!(d.creation_operation_version, integer(meta, errors)?, meta, errors)
+        }
+        "supports_tasks" => {
+            let flag = if meta.input.peek(syn::Token![=]) {
+                match value_expr(meta)? {
+                    Expr::Lit(ExprLit { lit: Lit::Bool(b), .. }) => Some(b),
+                    other => {
+                        errors.push(syn::Error::new_spanned(
+                            other,
+                            "expected `true` or `false` (`supports_tasks` alone means `true`)",
+                        ));
+                        None
+                    }
+                }
+            } else {
+                Some(LitBool::new(true, meta.path.span()))
+            };
+            store!(d.supports_tasks, flag, meta, errors)
         }
         "capabilities" => {
             meta.parse_nested_meta(|cap| {

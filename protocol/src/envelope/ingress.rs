@@ -197,6 +197,14 @@ fn parse_url(input: &str) -> Option<UrlParts> {
     })
 }
 
+/// True for a URL the upstream task schema accepts as a runner connection: it parses, its
+/// scheme is `wss`, it has no username or password, and its query and fragment are empty.
+pub(crate) fn is_credential_free_wss(url: &str) -> bool {
+    parse_url(url).is_some_and(|u| {
+        u.scheme == "wss" && !u.has_credentials && u.query.is_empty() && u.fragment.is_empty()
+    })
+}
+
 /// JavaScript truthiness (`!value` is the host's emptiness test).
 fn truthy(value: Option<&Value>) -> bool {
     match value {

@@ -173,6 +173,9 @@ impl Manifest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DriverDeclaration {
+    /// paperclip-2026-11: the driver runs Runner tasks (`environmentTask`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supports_tasks: Option<bool>,
     /// Driver key: `^[a-z0-9][a-z0-9._-]*$`, unique in the manifest.
     pub driver_key: String,
     /// Driver kind; sandbox providers must set [`DriverKind::SandboxProvider`].
@@ -233,6 +236,7 @@ impl DriverDeclaration {
         display_name: impl Into<String>,
     ) -> Self {
         DriverDeclaration {
+            supports_tasks: None,
             driver_key: driver_key.into(),
             kind: Some(DriverKind::SandboxProvider),
             display_name: display_name.into(),
@@ -283,6 +287,12 @@ impl DriverDeclaration {
     /// paperclip-2026-11: sets `defaultAcquireTimeoutMs`.
     pub fn with_default_acquire_timeout_ms(mut self, ms: u64) -> Self {
         self.default_acquire_timeout_ms = Some(ms);
+        self
+    }
+
+    /// paperclip-2026-11: sets `supportsTasks` (the driver implements `environmentTask`).
+    pub fn with_supports_tasks(mut self, supports: bool) -> Self {
+        self.supports_tasks = Some(supports);
         self
     }
 

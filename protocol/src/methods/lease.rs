@@ -556,9 +556,24 @@ impl ReleaseLeaseParams {
         }
     }
 
+    /// Stop params as the host sends them: `providerLeaseId`, `cancelActiveWork: true`,
+    /// `resourceDisposition: "stop_and_retain"`, no metadata.
+    pub fn stop(base: EnvironmentBaseParams, provider_lease_id: impl Into<String>) -> Self {
+        ReleaseLeaseParams {
+            cancel_active_work: Some(true),
+            resource_disposition: Some(ResourceDisposition::StopAndRetain),
+            ..ReleaseLeaseParams::new(base, Some(provider_lease_id.into()))
+        }
+    }
+
     /// `cancelActiveWork`, false when absent.
     pub fn cancel_active_work(&self) -> bool {
         self.cancel_active_work.unwrap_or(false)
+    }
+
+    /// The lease id, when the host has one.
+    pub fn lease_id(&self) -> Option<&str> {
+        self.provider_lease_id.as_deref()
     }
 }
 
@@ -576,42 +591,13 @@ pub type DestroyLeaseResult = Option<TerminationReceipt>;
 /// Result of `environmentStopLease`.
 pub type StopLeaseResult = TerminationReceipt;
 
-/// Params of `environmentStopLease`. Result: a
-/// [`TerminationReceipt`]; a failed or unconfirmed stop is an error carrying a stop-error
-/// envelope with a [`StopErrorReason`], and never deletes anything.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct StopLeaseParams {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
-    /// The exact allocation to stop.
-    pub provider_lease_id: String,
-    /// The persisted lease metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lease_metadata: Option<JsonObject>,
-    /// `true` in every known host call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cancel_active_work: Option<bool>,
-    /// `stop_and_retain` in every known host call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resource_disposition: Option<ResourceDisposition>,
-}
-
-impl StopLeaseParams {
-    /// Params as the host sends them: `cancelActiveWork: true`,
-    /// `resourceDisposition: "stop_and_retain"`, no metadata.
-    pub fn new(base: EnvironmentBaseParams, provider_lease_id: impl Into<String>) -> Self {
-        StopLeaseParams {
-            base,
-            provider_lease_id: provider_lease_id.into(),
-            lease_metadata: None,
-            cancel_active_work: Some(true),
-            resource_disposition: Some(ResourceDisposition::StopAndRetain),
-        }
-    }
-}
+/// Params of `environmentStopLease` (`paperclip-2026-11`): the release params type, as
+/// upstream (its `providerLeaseId` may be `null`). The host sends `cancelActiveWork: true` and
+/// `resourceDisposition: "stop_and_retain"` ([`ReleaseLeaseParams::stop`]). Result: a
+/// [`TerminationReceipt`]; a failed or unconfirmed stop (or a stop without a lease id) is an
+/// error, which may carry a stop-error envelope with a [`StopErrorReason`], and never deletes
+/// anything.
+pub type StopLeaseParams = ReleaseLeaseParams;
 
 /// The typed stop error is owned by [`crate::envelope::stop_error`];
 /// re-exported here beside the stop params it answers.

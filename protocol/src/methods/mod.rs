@@ -6,16 +6,24 @@
 //! answering `-32004` when it has no hook, and `-32601` only for names outside it) and
 //! [`HOOKS`] are generated from it.
 
+pub mod ai_route;
 pub mod execute;
 pub mod handshake;
 pub mod host;
+pub mod idle;
 pub mod lease;
+pub mod services;
 pub mod setup;
+pub mod stream;
 pub mod sync;
 pub mod table;
+pub mod task;
 pub mod workspace;
 
-pub use self::{execute::*, handshake::*, host::*, lease::*, setup::*, sync::*, workspace::*};
+pub use self::{
+    ai_route::*, execute::*, handshake::*, host::*, idle::*, lease::*, services::*, setup::*,
+    stream::*, sync::*, task::*, workspace::*,
+};
 
 use std::fmt;
 
@@ -173,10 +181,6 @@ pub fn is_known(method: &str) -> bool {
     lookup(method).is_some()
 }
 
-/// The methods a worker always advertises in `supportedMethods`, whatever hooks it implements
-/// (the runtime answers them itself).
-pub const ALWAYS_SUPPORTED: &[&str] = &[name::HEALTH, name::SHUTDOWN];
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,12 +198,18 @@ mod tests {
                 self.0.push(M::NAME);
             }
             fn notification<N: RpcNotification>(&mut self) {
-                assert_eq!(N::DIRECTION, Direction::WorkerToHost);
+                // `releaseIdleSleep` is the one typed host→worker notification; it is also a
+                // request the worker knows.
+                if N::DIRECTION == Direction::HostToWorker {
+                    assert_eq!(N::NAME, name::RELEASE_IDLE_SLEEP);
+                    assert!(is_known(N::NAME));
+                }
             }
         }
         let mut c = Check(Vec::new());
         visit_methods(&mut c);
-        assert_eq!(c.0.len(), 23);
+        // 32 hooked host→worker methods, 12 worker→host requests.
+        assert_eq!(c.0.len(), 44);
         let env = METHODS
             .iter()
             .filter(|m| m.family == MethodFamily::Environment && !m.schema_unknown())
@@ -251,7 +261,11 @@ mod tests {
             ["on_event"]
         );
         assert_eq!(Method::EnvironmentSyncIn.info().hook, Some("sync_in"));
-        assert_eq!(Method::DuplexChannelOpen.info().hook, None);
+        assert_eq!(Method::DuplexChannelOpen.info().hook, Some("duplex_channel_open"));
+        assert_eq!(Method::PrepareIdleSleep.info().hook, Some("idle_drain"));
+        assert_eq!(Method::ReleaseIdleSleep.info().hook, None);
+        assert_eq!(Method::EnvironmentTask.info().upstream, Upstream::Newest);
+        assert_eq!(Method::RouteAiConnection.info().since, HostProfile::Paperclip2026_11);
         assert_eq!(Method::EnvironmentService.info().upstream, Upstream::SchemaUnknown);
     }
 }

@@ -69,6 +69,15 @@ macro_rules! __method_table_rows {
                 /// in-flight calls are cancelled right after.
                 Shutdown = "shutdown" as SHUTDOWN, Handshake, since P09, Published,
                     hook shutdown(ShutdownParams) -> ();
+                /// `prepareIdleSleep {ownerId, expiresAt}` (`paperclip-2026-11`): prove the
+                /// worker is idle and seal it. The runtime answers it; the hook, when written,
+                /// is the provider's drain check (its `Context` is cancelled when the hold
+                /// ends), and it advertises the pair with `releaseIdleSleep`.
+                PrepareIdleSleep = "prepareIdleSleep" as PREPARE_IDLE_SLEEP, Handshake, since P11, Newest,
+                    hook idle_drain(PrepareIdleSleepParams) -> BackgroundWork => PrepareIdleSleepResult;
+                /// `releaseIdleSleep {ownerId}` (`paperclip-2026-11`): end the hold of that
+                /// owner; answered by the runtime, advertised with `prepareIdleSleep`.
+                ReleaseIdleSleep = RELEASE_IDLE_SLEEP, Handshake, since P11, Newest;
                 /// `configChanged {config, companyId}`: the host replays each company's config
                 /// after initialize; the runtime answers `null` unless the hook is written.
                 ConfigChanged = "configChanged" as CONFIG_CHANGED, Handshake, since P09, Published,
@@ -91,6 +100,10 @@ macro_rules! __method_table_rows {
                 ExecuteTool = "executeTool" as EXECUTE_TOOL, OtherPlugin, since P09, Published;
                 /// `detectExternalObjects`.
                 DetectExternalObjects = "detectExternalObjects" as DETECT_EXTERNAL_OBJECTS, OtherPlugin, since P09, Published;
+                /// `routeAiConnection` (`paperclip-2026-11`): pick a member of an AI connection
+                /// pool.
+                RouteAiConnection = "routeAiConnection" as ROUTE_AI_CONNECTION, OtherPlugin, since P11, Newest,
+                    hook route_ai_connection(RouteAiConnectionParams) -> RouteAiConnectionResult;
                 /// `resolveExternalObject`.
                 ResolveExternalObject = "resolveExternalObject" as RESOLVE_EXTERNAL_OBJECT, OtherPlugin, since P09, Published;
                 /// `refreshExternalObjects`.
@@ -100,6 +113,11 @@ macro_rules! __method_table_rows {
                 /// the SDK without calling the hook.
                 EnvironmentValidateConfig = "environmentValidateConfig" as ENVIRONMENT_VALIDATE_CONFIG, Environment, since P09, Published,
                     hook validate_config(ValidateConfigParams<Config>) -> ValidateConfigResult;
+                /// `environmentTask` (`paperclip-2026-11`): one operation of a provider-run
+                /// Runner task. The SDK checks the operation before the hook and that the
+                /// result answers it after.
+                EnvironmentTask = "environmentTask" as ENVIRONMENT_TASK, Environment, since P11, Newest,
+                    hook environment_task(EnvironmentTaskParams) -> TaskResult;
                 /// `environmentProbe`: check that the provider is reachable with this config.
                 EnvironmentProbe = "environmentProbe" as ENVIRONMENT_PROBE, Environment, since P09, Published,
                     hook probe(ProbeParams<Config>) -> ProbeResult;
@@ -146,23 +164,32 @@ macro_rules! __method_table_rows {
                 /// `environmentDeleteTemplate`: delete a template.
                 EnvironmentDeleteTemplate = "environmentDeleteTemplate" as ENVIRONMENT_DELETE_TEMPLATE, Environment, since P09, Published,
                     hook delete_template(DeleteTemplateParams<Config>) -> DeleteTemplateResult;
-                /// `loginPtyOpen`.
-                LoginPtyOpen = "loginPtyOpen" as LOGIN_PTY_OPEN, OtherPlugin, since P09, Published;
-                /// `loginPtyInput`.
-                LoginPtyInput = "loginPtyInput" as LOGIN_PTY_INPUT, OtherPlugin, since P09, Published;
-                /// `loginPtyStop`.
-                LoginPtyStop = "loginPtyStop" as LOGIN_PTY_STOP, OtherPlugin, since P09, Published;
-                /// `loginPtyClose`.
-                LoginPtyClose = "loginPtyClose" as LOGIN_PTY_CLOSE, OtherPlugin, since P09, Published;
-                /// `duplexChannelOpen`: open a duplex command channel (extension
-                /// `duplexCommandStream`).
-                DuplexChannelOpen = "duplexChannelOpen" as DUPLEX_CHANNEL_OPEN, OtherPlugin, since P09, Published;
-                /// `duplexChannelWrite`.
-                DuplexChannelWrite = "duplexChannelWrite" as DUPLEX_CHANNEL_WRITE, OtherPlugin, since P09, Published;
-                /// `duplexChannelStop`.
-                DuplexChannelStop = "duplexChannelStop" as DUPLEX_CHANNEL_STOP, OtherPlugin, since P09, Published;
-                /// `duplexChannelClose`.
-                DuplexChannelClose = "duplexChannelClose" as DUPLEX_CHANNEL_CLOSE, OtherPlugin, since P09, Published;
+                /// `loginPtyOpen`: open a login terminal; its output and exit go to the host
+                /// as `loginPty.output` / `loginPty.exit` notifications.
+                LoginPtyOpen = "loginPtyOpen" as LOGIN_PTY_OPEN, OtherPlugin, since P09, Published,
+                    hook login_pty_open(LoginPtyOpenParams) -> LoginPtyOpenResult;
+                /// `loginPtyInput`: write input to a login terminal.
+                LoginPtyInput = "loginPtyInput" as LOGIN_PTY_INPUT, OtherPlugin, since P09, Published,
+                    hook login_pty_input(LoginPtyInputParams) -> ();
+                /// `loginPtyStop`: stop a login terminal's child.
+                LoginPtyStop = "loginPtyStop" as LOGIN_PTY_STOP, OtherPlugin, since P09, Published,
+                    hook login_pty_stop(LoginPtyStopParams) -> ();
+                /// `loginPtyClose`: close the login terminal of a host route.
+                LoginPtyClose = "loginPtyClose" as LOGIN_PTY_CLOSE, OtherPlugin, since P09, Published,
+                    hook login_pty_close(LoginPtyCloseParams) -> LoginPtyCloseResult;
+                /// `duplexChannelOpen`: open a duplex command channel (what the extension
+                /// `duplexCommandStream` requires).
+                DuplexChannelOpen = "duplexChannelOpen" as DUPLEX_CHANNEL_OPEN, OtherPlugin, since P09, Published,
+                    hook duplex_channel_open(DuplexChannelOpenParams) -> DuplexChannelOpenResult;
+                /// `duplexChannelWrite`: write bytes to a duplex channel.
+                DuplexChannelWrite = "duplexChannelWrite" as DUPLEX_CHANNEL_WRITE, OtherPlugin, since P09, Published,
+                    hook duplex_channel_write(DuplexChannelWriteParams) -> ();
+                /// `duplexChannelStop`: stop a duplex channel's command.
+                DuplexChannelStop = "duplexChannelStop" as DUPLEX_CHANNEL_STOP, OtherPlugin, since P09, Published,
+                    hook duplex_channel_stop(DuplexChannelStopParams) -> ();
+                /// `duplexChannelClose`: close the duplex channel of a host route.
+                DuplexChannelClose = "duplexChannelClose" as DUPLEX_CHANNEL_CLOSE, OtherPlugin, since P09, Published,
+                    hook duplex_channel_close(DuplexChannelCloseParams) -> DuplexChannelCloseResult;
                 /// `environmentStopLease`: stop a lease and keep its files (`paperclip-2026-11`).
                 EnvironmentStopLease = "environmentStopLease" as ENVIRONMENT_STOP_LEASE, Environment, since P11, Newest,
                     hook stop_lease(StopLeaseParams<Config>) -> StopLeaseResult;
@@ -190,14 +217,45 @@ macro_rules! __method_table_rows {
                 Log = "log" as LOG, LogParams => (), notification LogNotification;
                 /// Worker→host `config.get`: the company's plugin config.
                 ConfigGet = "config.get" as CONFIG_GET, ConfigGetParams => JsonObject;
+                /// Worker→host `secrets.resolve`: the secret's value.
+                SecretsResolve = "secrets.resolve" as SECRETS_RESOLVE, SecretsResolveParams => String;
+                /// Worker→host `span.record`: a finished provider span (void).
+                SpanRecord = "span.record" as SPAN_RECORD, SpanRecordParams => ();
+                /// Worker→host `state.get`: the stored value or `null`.
+                StateGet = "state.get" as STATE_GET, StateKey => serde_json::Value;
+                /// Worker→host `state.set` (void).
+                StateSet = "state.set" as STATE_SET, StateSetParams => ();
+                /// Worker→host `state.delete` (void).
+                StateDelete = "state.delete" as STATE_DELETE, StateKey => ();
+                /// Worker→host `http.fetch`: a request the host makes.
+                HttpFetch = "http.fetch" as HTTP_FETCH, HttpFetchParams => HttpFetchResult;
+                /// Worker→host `metrics.write` (void).
+                MetricsWrite = "metrics.write" as METRICS_WRITE, MetricsWriteParams => ();
+                /// Worker→host `telemetry.track` (void).
+                TelemetryTrack = "telemetry.track" as TELEMETRY_TRACK, TelemetryTrackParams => ();
+                /// Worker→host `activity.log` (void).
+                ActivityLog = "activity.log" as ACTIVITY_LOG, ActivityLogParams => ();
+                /// Worker→host `events.emit` (void).
+                EventsEmit = "events.emit" as EVENTS_EMIT, EventsEmitParams => ();
             }
             notifications {
                 /// Worker→host `execute.log`: incremental output of the active
                 /// `environmentExecute`.
                 ExecuteLog = "execute.log" as EXECUTE_LOG, WorkerToHost, params ExecuteLogParams;
+                /// Worker→host `loginPty.output`: login terminal output.
+                LoginPtyOutput = "loginPty.output" as LOGIN_PTY_OUTPUT, WorkerToHost, params LoginPtyOutputParams;
+                /// Worker→host `loginPty.exit`: a login terminal's exit.
+                LoginPtyExit = "loginPty.exit" as LOGIN_PTY_EXIT, WorkerToHost, params LoginPtyExitParams;
+                /// Worker→host `duplexChannel.data`: duplex channel output bytes (base64).
+                DuplexChannelData = "duplexChannel.data" as DUPLEX_CHANNEL_DATA, WorkerToHost, params DuplexChannelDataParams;
+                /// Worker→host `duplexChannel.exit`: a duplex channel's exit.
+                DuplexChannelExit = "duplexChannel.exit" as DUPLEX_CHANNEL_EXIT, WorkerToHost, params DuplexChannelExitParams;
                 /// Host→worker `onEvent` (raw params), delivered to the hook in arrival order;
                 /// ignored by default.
                 OnEvent = "onEvent" as ON_EVENT, HostToWorker, hook on_event;
+                /// `releaseIdleSleep` as a notification (the host may send it either way); its
+                /// name is the request's, above.
+                ReleaseIdleSleepNotification = "releaseIdleSleep" as RELEASE_IDLE_SLEEP, HostToWorker, params ReleaseIdleSleepParams;
                 /// Host→worker agent session event.
                 AgentsSessionsEvent = "agents.sessions.event" as AGENTS_SESSIONS_EVENT, HostToWorker;
             }

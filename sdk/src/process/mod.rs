@@ -79,7 +79,10 @@ use tokio::time::Instant;
 use crate::Context;
 
 mod guard;
+mod interactive;
 mod output;
+
+pub use interactive::InteractiveProcess;
 
 use output::{complete_prefix_len, Collected};
 
@@ -547,6 +550,7 @@ async fn write_some<W: tokio::io::AsyncWrite + Unpin>(
 }
 
 /// Ends the process group when dropped, unless disarmed.
+#[derive(Debug)]
 struct GroupGuard {
     pgid: Option<i32>,
 }

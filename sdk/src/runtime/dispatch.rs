@@ -20,18 +20,25 @@
 //!   cannot drift apart.
 //! * A panicking hook is answered `-32603 Internal error: the <method> handler panicked` and
 //!   the worker keeps serving.
+//! * **Admission** ([`crate::idle`]): every request but `prepareIdleSleep`,
+//!   `releaseIdleSleep` and `shutdown` is admitted before anything else and counts as running
+//!   work until its answer is queued; while the worker is sealed for idle sleep it is refused
+//!   in line with `-32002 Plugin is held for idle sleep` (unknown methods included, as in the
+//!   upstream SDK). `releaseIdleSleep` is answered in line (`null`), `prepareIdleSleep` by the
+//!   runtime in its own task.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use paperclip_sandbox_protocol::jsonrpc::{ErrorObject, Notification, RawRequest};
-use paperclip_sandbox_protocol::methods::Method;
+use paperclip_sandbox_protocol::methods::{name, Method};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::builtin;
 use super::shared::{CatchUnwind, Shared};
 use crate::context::{deadline_for, Context};
+use crate::idle::Admission;
 
 /// The default bound on hooks running at once.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 64;
@@ -45,11 +52,31 @@ pub(crate) fn dispatch_request<G: Clone + Send + 'static>(
     guard: &G,
 ) {
     let sink = &shared.sink;
+    // Admission comes first, as in the upstream SDK: while the worker is sealed for idle
+    // sleep every request but the idle pair and `shutdown` is refused, unknown ones included.
+    let admitted = match &*request.method {
+        name::PREPARE_IDLE_SLEEP | name::RELEASE_IDLE_SLEEP | name::SHUTDOWN => None,
+        _ => match shared.idle.admit() {
+            Ok(admission) => Some(admission),
+            Err(sealed) => {
+                sink.send_error(Some(&request.id), &sealed);
+                return;
+            }
+        },
+    };
+    let guard = &(guard.clone(), Arc::new(admitted));
     let Some(method) = Method::from_name(&request.method) else {
         sink.send_error(Some(&request.id), &ErrorObject::method_not_found(&request.method));
         return;
     };
     match method {
+        Method::ReleaseIdleSleep => {
+            builtin::release_idle_sleep(shared, request.params);
+            sink.send_result_json(&request.id, "null");
+        }
+        Method::PrepareIdleSleep => {
+            spawn_request(shared.clone(), method, request, guard.clone());
+        }
         Method::Health if !shared.implements(method) => {
             sink.send_result_json(&request.id, builtin::HEALTH_OK);
         }
@@ -79,7 +106,11 @@ fn spawn_request<G: Send + 'static>(
     tokio::spawn(async move {
         let runtime_owned = matches!(
             method,
-            Method::Initialize | Method::Health | Method::Shutdown | Method::ConfigChanged
+            Method::Initialize
+                | Method::Health
+                | Method::Shutdown
+                | Method::ConfigChanged
+                | Method::PrepareIdleSleep
         );
         // Hooks wait for a permit here, in their own task, never in the reader.
         let _permit = if runtime_owned { None } else { shared.permits.acquire().await.ok() };
@@ -96,6 +127,7 @@ fn spawn_request<G: Send + 'static>(
             Method::Initialize => builtin::initialize(&shared, params, cx).await,
             Method::Health => builtin::health(&shared, params, cx).await,
             Method::ConfigChanged => builtin::config_changed(&shared, params, cx).await,
+            Method::PrepareIdleSleep => builtin::prepare_idle_sleep(&shared, params, cx).await,
             Method::Shutdown => {
                 builtin::shutdown(&shared, params, cx, id).await;
                 drop(guard);
@@ -114,10 +146,11 @@ fn spawn_request<G: Send + 'static>(
 /// Starts the task that handles notifications strictly in arrival order.
 pub(crate) fn spawn_notification_task(
     shared: Arc<Shared>,
-) -> (mpsc::UnboundedSender<Notification>, tokio::task::JoinHandle<()>) {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Notification>();
+) -> (mpsc::UnboundedSender<(Notification, Admission)>, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Notification, Admission)>();
     let task = tokio::spawn(async move {
-        while let Some(note) = rx.recv().await {
+        // The admission is held until the notification's handler returns.
+        while let Some((note, _admission)) = rx.recv().await {
             let cx = Context::new(
                 Cow::Owned(note.method.clone()),
                 None,

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use paperclip_sandbox_protocol::error_code::ErrorCode;
@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::codec::FrameSink;
+use crate::idle::{Admission, IdleGate};
 
 /// The default timeout of a worker→host call, as in the published SDK.
 pub const DEFAULT_HOST_CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -36,18 +37,29 @@ pub(crate) struct Peer {
     pending: Mutex<HashMap<u64, Pending>>,
     closed: AtomicBool,
     timeout: Duration,
+    /// Admission of worker→host calls: refused while the worker is sealed for idle sleep.
+    idle: Arc<IdleGate>,
+    /// Calls the host has not answered yet, timed out ones included: each counts as running
+    /// work for idle sleep until the host's answer arrives (only it proves the host is done).
+    unsettled: Mutex<HashMap<u64, Admission>>,
 }
 
 impl Peer {
     /// A peer writing through `sink`, with the given per-call timeout.
-    pub(crate) fn new(sink: FrameSink, timeout: Duration) -> Self {
+    pub(crate) fn new(sink: FrameSink, timeout: Duration, idle: Arc<IdleGate>) -> Self {
         Peer {
             sink,
             next_id: AtomicU64::new(1),
             pending: Mutex::default(),
             closed: AtomicBool::new(false),
             timeout,
+            idle,
+            unsettled: Mutex::default(),
         }
+    }
+
+    fn unsettled(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Admission>> {
+        self.unsettled.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The writer this peer sends through.
@@ -67,13 +79,15 @@ impl Peer {
     }
 
     /// Calls `method` on the host and waits for its answer, at most the peer's timeout
-    /// (`-32003` after it; `-32000` when the worker stops first).
+    /// (`-32003` after it; `-32000` when the worker stops first; `-32002 Plugin is held for
+    /// idle sleep` while the worker is sealed).
     pub(crate) async fn call(
         &self,
         method: &str,
         params: Option<Value>,
         invocation_id: Option<String>,
     ) -> Result<Value, ErrorObject> {
+        let admission = self.idle.admit()?;
         let id = self.allocate_id();
         let (tx, rx) = oneshot::channel();
         self.lock().insert(id, tx);
@@ -81,6 +95,7 @@ impl Peer {
             self.lock().remove(&id);
             return Err(unavailable());
         }
+        self.unsettled().insert(id, admission);
         let request = Request {
             id: Id::from(id),
             method: method.to_owned(),
@@ -90,6 +105,7 @@ impl Peer {
         };
         if !self.sink.send(request) {
             self.lock().remove(&id);
+            self.unsettled().remove(&id);
             return Err(unavailable());
         }
         match tokio::time::timeout(self.timeout, rx).await {
@@ -127,10 +143,15 @@ impl Peer {
     /// Routes a response from the host to the call waiting for it. Responses with an unknown
     /// or non-numeric id are logged and dropped.
     pub(crate) fn route(&self, response: Response) {
-        let waiter = match &response.id {
-            Some(Id::Number(n)) => n.as_u64().and_then(|n| self.lock().remove(&n)),
+        let id = match &response.id {
+            Some(Id::Number(n)) => n.as_u64(),
             _ => None,
         };
+        // The host's answer settles the call, even one that timed out here.
+        if let Some(n) = id {
+            self.unsettled().remove(&n);
+        }
+        let waiter = id.and_then(|n| self.lock().remove(&n));
         let Some(waiter) = waiter else {
             tracing::warn!(id = ?response.id, "response from the host for an unknown request id");
             return;
@@ -153,6 +174,7 @@ impl Peer {
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.lock().clear();
+        self.unsettled().clear();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Pending>> {
@@ -175,7 +197,7 @@ mod tests {
     async fn calls_are_numbered_from_one_and_routed_by_id() {
         let (tx, rx) = tokio::io::duplex(1 << 16);
         let (sink, _task) = spawn_writer(tx);
-        let peer = Arc::new(Peer::new(sink, Duration::from_secs(30)));
+        let peer = Arc::new(Peer::new(sink, Duration::from_secs(30), Arc::default()));
         let p2 = peer.clone();
         let call =
             tokio::spawn(async move { p2.call("config.get", None, Some("inv-9".into())).await });
@@ -205,7 +227,7 @@ mod tests {
     async fn unanswered_call_times_out_with_32003() {
         let (tx, _rx) = tokio::io::duplex(1 << 16);
         let (sink, _task) = spawn_writer(tx);
-        let peer = Peer::new(sink, DEFAULT_HOST_CALL_TIMEOUT);
+        let peer = Peer::new(sink, DEFAULT_HOST_CALL_TIMEOUT, Arc::default());
         let err = peer.call("config.get", None, None).await.unwrap_err();
         assert_eq!(err.code, -32003);
         assert_eq!(err.message, "Worker\u{2192}host call \"config.get\" timed out after 30000ms");

@@ -28,6 +28,7 @@ use super::dispatch::{dispatch_request, spawn_notification_task, DEFAULT_MAX_CON
 use super::peer::{Peer, DEFAULT_HOST_CALL_TIMEOUT};
 use super::shared::{Handler, Shared};
 use crate::context::CancellationSource;
+use crate::idle::{Admission, IdleGate};
 
 /// How long, after `shutdown` is answered and every in-flight context cancelled, the runtime
 /// waits for in-flight hooks to end (so they can kill the commands they started) before the
@@ -75,6 +76,34 @@ pub enum ServeEnd {
     Signal,
 }
 
+/// A notification the worker accepts, with its admission: `releaseIdleSleep` ends the hold of
+/// its owner here and goes no further; any other notification is admitted, or dropped while
+/// the worker is sealed for idle sleep (as the upstream SDK does).
+fn admit_notification(
+    idle: &Arc<IdleGate>,
+    note: paperclip_sandbox_protocol::jsonrpc::Notification,
+) -> Option<(paperclip_sandbox_protocol::jsonrpc::Notification, Admission)> {
+    use paperclip_sandbox_protocol::methods::name;
+    if note.method == name::RELEASE_IDLE_SLEEP {
+        if let Some(owner) =
+            note.params.as_ref().and_then(|p| p.get("ownerId")).and_then(|o| o.as_str())
+        {
+            idle.release(owner);
+        }
+        return None;
+    }
+    match idle.admit() {
+        Ok(admission) => Some((note, admission)),
+        Err(_) => {
+            tracing::debug!(
+                method = note.method,
+                "notification dropped: the worker is held for idle sleep"
+            );
+            None
+        }
+    }
+}
+
 /// Serves `handler` over `reader`/`writer` until `shutdown`, EOF or a failed write.
 ///
 /// Returns an error only when reading fails for a reason other than EOF.
@@ -105,7 +134,8 @@ where
 {
     let mut stop_signal = std::pin::pin!(stop_signal);
     let (sink, writer_task) = spawn_writer(writer);
-    let peer = Arc::new(Peer::new(sink.clone(), config.host_call_timeout));
+    let idle = Arc::new(IdleGate::default());
+    let peer = Arc::new(Peer::new(sink.clone(), config.host_call_timeout, idle.clone()));
     let (stop, mut stopped) = watch::channel(false);
     let shared = Arc::new(Shared {
         handler,
@@ -114,6 +144,7 @@ where
         cancel: CancellationSource::new(),
         permits: Arc::new(Semaphore::new(config.max_concurrency.max(1))),
         initialized: false.into(),
+        idle: idle.clone(),
         stop,
     });
     let (notes, notes_task) = spawn_notification_task(shared.clone());
@@ -169,7 +200,9 @@ where
                 dispatch_request(&shared, request, &drain)
             }
             Ok(RawMessage::Notification(note)) => {
-                let _ = notes.send(note.into_notification());
+                if let Some(work) = admit_notification(&idle, note.into_notification()) {
+                    let _ = notes.send(work);
+                }
             }
             Ok(RawMessage::Response(response)) => peer.route(response),
             Err(bad) => {
@@ -195,6 +228,7 @@ where
     }
     let deadline = tokio::time::Instant::now() + config.shutdown_grace;
     peer.close();
+    idle.close();
     drop(notes);
     drop(drain);
     if !matches!(end, Ok(ServeEnd::Shutdown)) {

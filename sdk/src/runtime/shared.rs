@@ -20,13 +20,15 @@ use tokio::sync::{watch, Semaphore};
 use super::codec::FrameSink;
 use super::peer::Peer;
 use crate::context::{CancellationSource, Context};
+use crate::idle::IdleGate;
 
 /// The object-safe interface the runtime drives; [`SandboxProvider`](crate::SandboxProvider)'s
 /// adapter is its one implementation.
 #[async_trait]
 pub(crate) trait Handler: Send + Sync + 'static {
-    /// The wire names of the hooks implemented. Only these are called; they (with `health`
-    /// and `shutdown`, minus `initialize`) are the `supportedMethods` of the handshake.
+    /// The wire names of the hooks implemented. Only these are called; they (minus
+    /// `initialize`, plus `releaseIdleSleep` with `prepareIdleSleep`) are the
+    /// `supportedMethods` of the handshake.
     fn implemented_methods(&self) -> &'static [&'static str];
 
     /// Serves one listed host→worker request from its raw params, answering its result as
@@ -51,6 +53,8 @@ pub(crate) struct Shared {
     pub cancel: CancellationSource,
     pub permits: Arc<Semaphore>,
     pub initialized: AtomicBool,
+    /// Admission and the idle-sleep seal (see [`crate::idle`]).
+    pub idle: Arc<IdleGate>,
     /// Set (after the shutdown answer is flushed) to stop the reader.
     pub stop: watch::Sender<bool>,
 }

@@ -29,7 +29,7 @@ async fn stdout_carries_only_frames_and_println_goes_to_stderr() {
     assert_eq!(
         init,
         json!({"jsonrpc": "2.0", "id": 1, "result":
-            {"ok": true, "supportedMethods": ["health", "shutdown", "environmentProbe"]}})
+            {"ok": true, "supportedMethods": ["environmentProbe"]}})
     );
     let probe = w.call(json!(2), "environmentProbe", probe_params(json!({})));
     assert_eq!(within("probe", probe).await.unwrap()["result"], json!({"ok": true}));

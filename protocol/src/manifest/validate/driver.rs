@@ -40,9 +40,10 @@ pub(crate) const DRIVER_FIELDS: &[&str] = &[
     "configSchema",
 ];
 
-/// The driver fields added by the 2026-11 contract.
+/// The driver fields added by the 2026-11 contract and by the newest upstream SDK
+/// (`supportsTasks`); the 2026-09 host's strict schema rejects them.
 pub(crate) const NOVEMBER_FIELDS: &[&str] =
-    &["defaultAcquireTimeoutMs", "creationOperationVersion"];
+    &["supportsTasks", "defaultAcquireTimeoutMs", "creationOperationVersion"];
 
 /// Validates `environmentDrivers.<i>`; the context path points at the driver.
 pub(crate) fn check_driver(cx: &mut Ctx, v: &Value) {
@@ -89,6 +90,7 @@ pub(crate) fn check_driver(cx: &mut Ctx, v: &Value) {
 
     let november = cx.profile.is_november();
     if november {
+        zod::opt_bool(cx, d, "supportsTasks");
         zod::optional(cx, d, "defaultAcquireTimeoutMs", check_acquire_timeout);
         zod::optional(cx, d, "creationOperationVersion", check_creation_version);
     }

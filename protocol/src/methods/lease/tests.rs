@@ -172,12 +172,19 @@ fn resume_release_destroy_stop_wire() {
     assert_eq!(d.resource_disposition, Some(ResourceDisposition::StopAndRetain));
     assert_eq!(serde_json::to_value(&d).unwrap(), k8s);
 
-    let stop = StopLeaseParams::new(EnvironmentBaseParams::new("rust-sbx", "c1", "e1"), "sbx1");
+    let stop = StopLeaseParams::stop(EnvironmentBaseParams::new("rust-sbx", "c1", "e1"), "sbx1");
     assert_eq!(
         serde_json::to_value(&stop).unwrap(),
         json!({"driverKey": "rust-sbx", "companyId": "c1", "environmentId": "e1", "config": {},
                "providerLeaseId": "sbx1", "cancelActiveWork": true, "resourceDisposition": "stop_and_retain"})
     );
+    // As upstream, stop takes the release params: a null lease id (the host's retry-teardown
+    // path, with an empty environment id) deserializes instead of failing as invalid params.
+    let null_id: StopLeaseParams = from_json(json!({"driverKey": "d", "companyId": "c1",
+        "environmentId": "", "providerLeaseId": null, "cancelActiveWork": true,
+        "resourceDisposition": "stop_and_retain"}));
+    assert_eq!(null_id.lease_id(), None);
+    assert!(null_id.cancel_active_work());
 }
 
 #[test]

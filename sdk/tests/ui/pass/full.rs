@@ -38,9 +38,11 @@ struct AcmeConfig {
         persistentProcessSessions = false,
         incrementalSessionOutput,
         runnerWebSocketIngress = false,
+        duplexCommandStream,
     ),
     default_acquire_timeout_ms = 86_400_000,
     creation_operation_version = 1,
+    supports_tasks,
 )]
 struct P;
 
@@ -64,6 +66,16 @@ impl SandboxProvider for P {
     async fn execute(&self, _: ExecuteParams, _: Context) -> HookResult<ExecuteResult> {
         Ok(ExecuteResult::exited(0))
     }
+    async fn environment_task(&self, p: EnvironmentTaskParams, _: Context) -> HookResult<TaskResult> {
+        Ok(TaskResult::accepted(p.task_id))
+    }
+    async fn duplex_channel_open(
+        &self,
+        p: DuplexChannelOpenParams,
+        _: Context,
+    ) -> HookResult<DuplexChannelOpenResult> {
+        Ok(DuplexChannelOpenResult::new(p.host_route_id, "s1"))
+    }
 }
 
 fn main() {
@@ -78,16 +90,18 @@ fn main() {
         json!({
             "reusableLeases": true, "nativeSyncIn": true, "nativeSyncOut": true,
             "persistentProcessSessions": false, "incrementalSessionOutput": true,
-            "runnerWebSocketIngress": false
+            "runnerWebSocketIngress": false, "duplexCommandStream": true
         })
     );
     assert_eq!(d["defaultAcquireTimeoutMs"], 86_400_000);
     assert_eq!(d["creationOperationVersion"], 1);
+    assert_eq!(d["supportsTasks"], true);
     assert_eq!(d["configSchema"]["properties"]["apiToken"], json!({"type": "string", "format": "secret-ref", "description": "The API token."}));
     assert_eq!(d["configSchema"]["required"], json!(["apiToken"]));
     let old = P::manifest(HostProfile::Paperclip2026_09).to_value();
     assert!(old["environmentDrivers"][0].get("defaultAcquireTimeoutMs").is_none());
     assert!(old["environmentDrivers"][0].get("creationOperationVersion").is_none());
+    assert!(old["environmentDrivers"][0].get("supportsTasks").is_none());
     for profile in HostProfile::ALL {
         let report = P::manifest(profile).validate(profile);
         assert!(report.valid, "{profile}: {:?}", report.errors);
