@@ -7,9 +7,11 @@
 //!
 //! ```no_run
 //! use paperclip_sandbox_sdk::prelude::*;
+//! use serde::Deserialize;
 //!
-//! /// The provider's config, as the host stores it (its JSON Schema becomes `configSchema`).
-//! #[derive(JsonSchema)]
+//! /// The provider's config, as the host stores it (its JSON Schema becomes `configSchema`,
+//! /// and the hooks receive it parsed).
+//! #[derive(JsonSchema, Deserialize)]
 //! #[allow(dead_code)]
 //! struct MyConfig {
 //!     /// API token (a secret reference in the host's config form).
@@ -34,11 +36,15 @@
 //!
 //! #[provider]
 //! impl SandboxProvider for MyProvider {
-//!     async fn probe(&self, _params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
+//!     async fn probe(&self, _: ProbeParams<MyConfig>, _: Context) -> HookResult<ProbeResult> {
 //!         Ok(ProbeResult::new(true))
 //!     }
 //!
-//!     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
+//!     async fn execute(
+//!         &self,
+//!         params: ExecuteParams<MyConfig>,
+//!         cx: Context,
+//!     ) -> HookResult<ExecuteResult> {
 //!         cx.execute_log(OutputStream::Stdout, "hello\n");
 //!         let _ = params.command;
 //!         Ok(ExecuteResult::exited(0).with_stdout("hello\n"))
@@ -117,7 +123,7 @@ pub use error::ProviderError;
 pub use manifest::{manifest_module, ManifestSpec, PluginManifest};
 pub use paperclip_sandbox_protocol::methods::{LogLevel, OutputStream};
 pub use paperclip_sandbox_protocol::secret::Secret;
-pub use provider::{HookResult, ImplementedHooks, SandboxProvider};
+pub use provider::{ConfigError, DriverConfig, HookResult, ImplementedHooks, SandboxProvider};
 pub use runtime::{
     RuntimeConfig, ServeEnd, DEFAULT_FRAME_LIMIT, DEFAULT_HOST_CALL_TIMEOUT,
     DEFAULT_MAX_CONCURRENCY, DEFAULT_SHUTDOWN_GRACE, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER,
@@ -140,9 +146,10 @@ pub mod prelude {
 /// Support for the code the macros generate; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::provider::typed;
+    pub use crate::provider::{parse_config, typed, typed_config};
     pub use paperclip_sandbox_protocol::capabilities::{Capability, CAPABILITIES};
     pub use paperclip_sandbox_protocol::manifest::Category;
+    pub use serde::de::DeserializeOwned;
     pub use serde_json::value::RawValue;
     pub use serde_json::Value;
 
@@ -169,6 +176,42 @@ pub mod __private {
             i += 1;
         }
         false
+    }
+
+    /// How many distinct names `a` and `b` hold together (each is duplicate-free).
+    pub const fn union_len(a: &[&str], b: &[&str]) -> usize {
+        let mut n = a.len();
+        let mut i = 0;
+        while i < b.len() {
+            if !contains(a, b[i]) {
+                n += 1;
+            }
+            i += 1;
+        }
+        n
+    }
+
+    /// `a`, then the names of `b` not in `a`: the advertised hooks of a provider that writes
+    /// `a` and delegates the rest to a provider writing `b`. `N` is [`union_len`].
+    pub const fn union<const N: usize>(
+        a: &[&'static str],
+        b: &[&'static str],
+    ) -> [&'static str; N] {
+        let mut out = [""; N];
+        let mut n = 0;
+        while n < a.len() {
+            out[n] = a[n];
+            n += 1;
+        }
+        let mut i = 0;
+        while i < b.len() {
+            if !contains(a, b[i]) {
+                out[n] = b[i];
+                n += 1;
+            }
+            i += 1;
+        }
+        out
     }
 
     const fn str_eq(a: &str, b: &str) -> bool {

@@ -76,6 +76,10 @@ fn sync_error(e: LocalError) -> ProviderError {
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for LocalProvider {
+    // The config is validated by hand (every error at once, each with its own wording), so the
+    // hooks take the wire's JSON object rather than the parsed config type.
+    type Config = JsonObject;
+
     async fn shutdown(&self, _: ShutdownParams, _cx: Context) -> HookResult<()> {
         let killed = LocalProvider::shutdown(self);
         tracing::info!(killed, "shutdown: ended the commands still running");

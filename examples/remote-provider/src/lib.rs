@@ -80,6 +80,10 @@ impl RemoteProvider {
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for RemoteProvider {
+    // The config is validated by hand (every error at once, each with its own wording), so the
+    // hooks take the wire's JSON object rather than the parsed config type.
+    type Config = JsonObject;
+
     async fn validate_config(
         &self,
         params: ValidateConfigParams,

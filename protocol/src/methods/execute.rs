@@ -12,10 +12,12 @@ use super::lease::{EnvironmentBaseParams, JsonObject, Lease};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct ExecuteParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct ExecuteParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The lease to run in.
     pub lease: Lease,
     /// The program (for example `sh`); arguments go in `args`.
@@ -38,6 +40,27 @@ pub struct ExecuteParams {
     /// Run one-shot, outside any persistent process session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bypass_session: Option<bool>,
+}
+
+impl<C> ExecuteParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<ExecuteParams<T>, E> {
+        Ok(ExecuteParams {
+            base: self.base.map_config(f)?,
+            lease: self.lease,
+            command: self.command,
+            args: self.args,
+            cwd: self.cwd,
+            env: self.env,
+            stdin: self.stdin,
+            timeout_ms: self.timeout_ms,
+            bypass_session: self.bypass_session,
+        })
+    }
 }
 
 impl ExecuteParams {

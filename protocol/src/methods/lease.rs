@@ -29,7 +29,9 @@ pub(crate) use wire::open_enum;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct EnvironmentBaseParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct EnvironmentBaseParams<C = JsonObject> {
     /// The driver key of the manifest's environment driver.
     pub driver_key: String,
     /// The company the call acts for.
@@ -41,11 +43,29 @@ pub struct EnvironmentBaseParams {
     pub issue_id: Option<Option<String>>,
     /// The environment config with secrets resolved and host keys stripped (C.5).
     #[serde(default)]
-    pub config: JsonObject,
+    pub config: C,
     /// Params keys this crate does not know (D.1, D.14), preserved verbatim. When embedded in
     /// a method's params, this holds the keys neither the base nor that method knows.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+impl<C> EnvironmentBaseParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<EnvironmentBaseParams<T>, E> {
+        Ok(EnvironmentBaseParams {
+            driver_key: self.driver_key,
+            company_id: self.company_id,
+            environment_id: self.environment_id,
+            issue_id: self.issue_id,
+            config: f(self.config)?,
+            extra: self.extra,
+        })
+    }
 }
 
 impl EnvironmentBaseParams {
@@ -208,15 +228,32 @@ impl TerminationReceipt {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct ValidateConfigParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct ValidateConfigParams<C = JsonObject> {
     /// The driver key.
     pub driver_key: String,
     /// The config to validate.
     #[serde(default)]
-    pub config: JsonObject,
+    pub config: C,
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+impl<C> ValidateConfigParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<ValidateConfigParams<T>, E> {
+        Ok(ValidateConfigParams {
+            driver_key: self.driver_key,
+            config: f(self.config)?,
+            extra: self.extra,
+        })
+    }
 }
 
 impl ValidateConfigParams {
@@ -277,10 +314,20 @@ impl ValidateConfigResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct ProbeParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct ProbeParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
+}
+
+impl<C> ProbeParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(self, f: impl FnOnce(C) -> Result<T, E>) -> Result<ProbeParams<T>, E> {
+        Ok(ProbeParams { base: self.base.map_config(f)? })
+    }
 }
 
 impl ProbeParams {
@@ -437,10 +484,12 @@ impl CreationOperation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct AcquireLeaseParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct AcquireLeaseParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The run (a fresh UUID for ad-hoc tests).
     pub run_id: String,
     /// The execution workspace mode (host-defined string).
@@ -473,6 +522,29 @@ pub struct AcquireLeaseParams {
     pub creation_operation: Option<CreationOperation>,
 }
 
+impl<C> AcquireLeaseParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<AcquireLeaseParams<T>, E> {
+        Ok(AcquireLeaseParams {
+            base: self.base.map_config(f)?,
+            run_id: self.run_id,
+            workspace_mode: self.workspace_mode,
+            requested_cwd: self.requested_cwd,
+            agent_id: self.agent_id,
+            execution_workspace_id: self.execution_workspace_id,
+            adapter_type: self.adapter_type,
+            execution_workspace_settings: self.execution_workspace_settings,
+            requested_expires_at: self.requested_expires_at,
+            lease_policy: self.lease_policy,
+            creation_operation: self.creation_operation,
+        })
+    }
+}
+
 impl AcquireLeaseParams {
     /// Params for `run_id` with every optional field absent.
     pub fn new(base: EnvironmentBaseParams, run_id: impl Into<String>) -> Self {
@@ -497,15 +569,32 @@ impl AcquireLeaseParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct ResumeLeaseParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct ResumeLeaseParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The lease to resume.
     pub provider_lease_id: String,
     /// The full persisted lease metadata, host keys included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_metadata: Option<JsonObject>,
+}
+
+impl<C> ResumeLeaseParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<ResumeLeaseParams<T>, E> {
+        Ok(ResumeLeaseParams {
+            base: self.base.map_config(f)?,
+            provider_lease_id: self.provider_lease_id,
+            lease_metadata: self.lease_metadata,
+        })
+    }
 }
 
 impl ResumeLeaseParams {
@@ -523,10 +612,12 @@ impl ResumeLeaseParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct ReleaseLeaseParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct ReleaseLeaseParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The lease; `null` when the host never got one. Always serialized.
     pub provider_lease_id: Option<String>,
     /// The persisted lease metadata (may hold `failedCreateCleanup`, F.3).
@@ -541,6 +632,24 @@ pub struct ReleaseLeaseParams {
     /// What to do with the resource (November tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_disposition: Option<ResourceDisposition>,
+}
+
+impl<C> ReleaseLeaseParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<ReleaseLeaseParams<T>, E> {
+        Ok(ReleaseLeaseParams {
+            base: self.base.map_config(f)?,
+            provider_lease_id: self.provider_lease_id,
+            lease_metadata: self.lease_metadata,
+            cancel_active_work: self.cancel_active_work,
+            run_status: self.run_status,
+            resource_disposition: self.resource_disposition,
+        })
+    }
 }
 
 impl ReleaseLeaseParams {
@@ -563,7 +672,7 @@ impl ReleaseLeaseParams {
 }
 
 /// Params of `environmentDestroyLease`: the same shape as release.
-pub type DestroyLeaseParams = ReleaseLeaseParams;
+pub type DestroyLeaseParams<C = JsonObject> = ReleaseLeaseParams<C>;
 
 /// Result of `environmentAcquireLease`.
 pub type AcquireLeaseResult = Lease;
@@ -582,10 +691,12 @@ pub type StopLeaseResult = TerminationReceipt;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct StopLeaseParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct StopLeaseParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The exact allocation to stop.
     pub provider_lease_id: String,
     /// The persisted lease metadata.
@@ -597,6 +708,23 @@ pub struct StopLeaseParams {
     /// `stop_and_retain` in every known host call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_disposition: Option<ResourceDisposition>,
+}
+
+impl<C> StopLeaseParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<StopLeaseParams<T>, E> {
+        Ok(StopLeaseParams {
+            base: self.base.map_config(f)?,
+            provider_lease_id: self.provider_lease_id,
+            lease_metadata: self.lease_metadata,
+            cancel_active_work: self.cancel_active_work,
+            resource_disposition: self.resource_disposition,
+        })
+    }
 }
 
 impl StopLeaseParams {

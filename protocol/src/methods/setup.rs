@@ -198,10 +198,12 @@ impl InteractiveSetupSession {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct StartInteractiveSetupParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct StartInteractiveSetupParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The host's session id.
     pub session_id: String,
     /// Template to start from (`null` reads as absent).
@@ -218,14 +220,34 @@ pub struct StartInteractiveSetupParams {
     pub expires_at: Option<String>,
 }
 
+impl<C> StartInteractiveSetupParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<StartInteractiveSetupParams<T>, E> {
+        Ok(StartInteractiveSetupParams {
+            base: self.base.map_config(f)?,
+            session_id: self.session_id,
+            source_template_ref: self.source_template_ref,
+            source_template_kind: self.source_template_kind,
+            connection_expires_in_minutes: self.connection_expires_in_minutes,
+            expires_at: self.expires_at,
+        })
+    }
+}
+
 /// Params of `environmentGetInteractiveSetup`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct GetInteractiveSetupParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct GetInteractiveSetupParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The setup sandbox; always serialized.
     pub provider_lease_id: Option<String>,
     /// The session's metadata.
@@ -239,14 +261,33 @@ pub struct GetInteractiveSetupParams {
     pub connection_expires_in_minutes: Option<u64>,
 }
 
+impl<C> GetInteractiveSetupParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<GetInteractiveSetupParams<T>, E> {
+        Ok(GetInteractiveSetupParams {
+            base: self.base.map_config(f)?,
+            provider_lease_id: self.provider_lease_id,
+            setup_metadata: self.setup_metadata,
+            include_connection_payload: self.include_connection_payload,
+            connection_expires_in_minutes: self.connection_expires_in_minutes,
+        })
+    }
+}
+
 /// Params of `environmentCaptureTemplate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct CaptureTemplateParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct CaptureTemplateParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The setup sandbox; always serialized.
     pub provider_lease_id: Option<String>,
     /// The session's metadata.
@@ -264,6 +305,25 @@ pub struct CaptureTemplateParams {
     /// Requested timeout, ms.
     #[serde(default, deserialize_with = "lenient_count", skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+}
+
+impl<C> CaptureTemplateParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<CaptureTemplateParams<T>, E> {
+        Ok(CaptureTemplateParams {
+            base: self.base.map_config(f)?,
+            provider_lease_id: self.provider_lease_id,
+            setup_metadata: self.setup_metadata,
+            source_template_ref: self.source_template_ref,
+            previous_template_ref: self.previous_template_ref,
+            template_label: self.template_label,
+            timeout_ms: self.timeout_ms,
+        })
+    }
 }
 
 /// Result of `environmentCaptureTemplate`.
@@ -291,10 +351,12 @@ impl CaptureTemplateResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct CancelInteractiveSetupParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct CancelInteractiveSetupParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The setup sandbox; always serialized.
     pub provider_lease_id: Option<String>,
     /// The session's metadata.
@@ -303,6 +365,22 @@ pub struct CancelInteractiveSetupParams {
     /// Why (`null` reads as absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+impl<C> CancelInteractiveSetupParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<CancelInteractiveSetupParams<T>, E> {
+        Ok(CancelInteractiveSetupParams {
+            base: self.base.map_config(f)?,
+            provider_lease_id: self.provider_lease_id,
+            setup_metadata: self.setup_metadata,
+            reason: self.reason,
+        })
+    }
 }
 
 /// Result of `environmentCancelInteractiveSetup`.
@@ -328,10 +406,12 @@ impl CancelInteractiveSetupResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct DeleteTemplateParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct DeleteTemplateParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The template to delete.
     pub template_ref: String,
     /// Its kind.
@@ -343,6 +423,23 @@ pub struct DeleteTemplateParams {
     /// Why (`null` reads as absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+impl<C> DeleteTemplateParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<DeleteTemplateParams<T>, E> {
+        Ok(DeleteTemplateParams {
+            base: self.base.map_config(f)?,
+            template_ref: self.template_ref,
+            template_kind: self.template_kind,
+            metadata: self.metadata,
+            reason: self.reason,
+        })
+    }
 }
 
 /// Result of `environmentDeleteTemplate`.

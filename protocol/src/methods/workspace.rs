@@ -35,15 +35,32 @@ pub struct WorkspaceSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct RealizeWorkspaceParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct RealizeWorkspaceParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The lease.
     pub lease: Lease,
     /// The workspace.
     #[serde(default)]
     pub workspace: WorkspaceSpec,
+}
+
+impl<C> RealizeWorkspaceParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<RealizeWorkspaceParams<T>, E> {
+        Ok(RealizeWorkspaceParams {
+            base: self.base.map_config(f)?,
+            lease: self.lease,
+            workspace: self.workspace,
+        })
+    }
 }
 
 impl RealizeWorkspaceParams {
@@ -84,16 +101,34 @@ impl RealizeWorkspaceResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct RunnerIngressEndpointParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct RunnerIngressEndpointParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The lease.
     pub lease: Lease,
     /// The sandbox port the runner listens on.
     pub port: u16,
     /// The URL path; the endpoint's pathname must equal it.
     pub path: String,
+}
+
+impl<C> RunnerIngressEndpointParams<C> {
+    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
+    /// into a provider's typed config with it).
+    pub fn map_config<T, E>(
+        self,
+        f: impl FnOnce(C) -> Result<T, E>,
+    ) -> Result<RunnerIngressEndpointParams<T>, E> {
+        Ok(RunnerIngressEndpointParams {
+            base: self.base.map_config(f)?,
+            lease: self.lease,
+            port: self.port,
+            path: self.path,
+        })
+    }
 }
 
 impl RunnerIngressEndpointParams {
