@@ -131,15 +131,36 @@ pub use runtime::{
 
 use runtime::Handler;
 
-/// Everything a provider usually needs: the trait, the macros, the context, errors, the
-/// protocol's params and result types of every method, and what a config type needs
-/// (`JsonSchema` and its derive, [`Secret`]).
+/// What a provider usually needs, and nothing else: the trait, the macros, the context,
+/// errors, the params and result types of the hooks with the types they are built from, and
+/// what a config type needs (`JsonSchema` and its derive, [`Secret`]). Method markers (for
+/// [`testing::TestClient::call`]), the method table and wire constants are in
+/// [`protocol::methods`].
 pub mod prelude {
     pub use crate::schemars::{self, JsonSchema};
     pub use crate::{
         provider, Context, HookResult, PluginManifest, ProviderError, SandboxProvider, Secret,
     };
-    pub use paperclip_sandbox_protocol::methods::*;
+    // The params and result types of the hooks, and the types they are built from. Markers,
+    // the method registry and the wire constants stay in `protocol::methods`.
+    pub use paperclip_sandbox_protocol::methods::{
+        AcquireLeaseParams, AcquireLeaseResult, CancelInteractiveSetupParams,
+        CancelInteractiveSetupResult, CancelStatus, CaptureTemplateParams, CaptureTemplateResult,
+        ConfigChangedParams, ConnectionPayload, ConnectionSummary, ConnectionType,
+        CreationOperation, DeleteTemplateParams, DeleteTemplateResult, DestroyLeaseParams,
+        DestroyLeaseResult, Destroyed, Diagnostic, DiagnosticSeverity, EnvironmentBaseParams,
+        ExecuteParams, ExecuteResult, FileMapping, GetInteractiveSetupParams,
+        GetInteractiveSetupResult, HealthParams, HealthResult, HealthStatus, InitializeParams,
+        InteractiveSetupSession, InteractiveSetupStatus, JsonObject, Lease, LeasePolicy, LogLevel,
+        MappingKind, OutputStream, PostUploadCommand, ProbeParams, ProbeResult,
+        RealizeWorkspaceParams, RealizeWorkspaceResult, ReleaseLeaseParams, ReleaseLeaseResult,
+        Released, ResourceDisposition, ResumeLeaseParams, ResumeLeaseResult, RunnerIngressEndpoint,
+        RunnerIngressEndpointParams, RunnerIngressEndpointResult, ShutdownParams,
+        StartInteractiveSetupParams, StartInteractiveSetupResult, StopErrorReason, StopLeaseParams,
+        StopLeaseResult, SyncInParams, SyncOperation, SyncOperationResult, SyncOutParams,
+        SyncParams, SyncResult, TemplateKind, TerminationReceipt, TerminationState,
+        ValidateConfigParams, ValidateConfigResult, WorkspaceSpec,
+    };
     pub use serde_json::Value;
 }
 

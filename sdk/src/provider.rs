@@ -404,14 +404,14 @@ mod tests {
             _: ReleaseLeaseParams,
             _: Context,
         ) -> HookResult<ReleaseLeaseResult> {
-            Ok(None)
+            Ok(Released::done())
         }
         async fn destroy_lease(
             &self,
             _: DestroyLeaseParams,
             _: Context,
         ) -> HookResult<DestroyLeaseResult> {
-            Ok(None)
+            Ok(Released::done())
         }
         async fn stop_lease(&self, _: StopLeaseParams, _: Context) -> HookResult<StopLeaseResult> {
             Err(ProviderError::worker("x"))

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use paperclip_sandbox_sdk::prelude::*;
 use paperclip_sandbox_sdk::protocol::jsonrpc::{Id, Invocation, InvocationScope, Response};
+use paperclip_sandbox_sdk::protocol::methods::name;
 use paperclip_sandbox_sdk::testing::TestClient;
 use paperclip_sandbox_sdk::{ServeEnd, Worker};
 use serde_json::{json, Map};
@@ -37,7 +38,7 @@ impl SandboxProvider for Demo {
         _params: ReleaseLeaseParams,
         _cx: Context,
     ) -> HookResult<ReleaseLeaseResult> {
-        Ok(None)
+        Ok(Released::done())
     }
 
     async fn validate_config(

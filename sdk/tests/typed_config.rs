@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use paperclip_sandbox_sdk::prelude::*;
+use paperclip_sandbox_sdk::protocol::methods::EnvironmentProbe;
 use paperclip_sandbox_sdk::testing::TestClient;
 use serde::Deserialize;
 use serde_json::json;

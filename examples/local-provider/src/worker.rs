@@ -122,16 +122,16 @@ impl SandboxProvider for LocalProvider {
         &self,
         params: ReleaseLeaseParams,
         _cx: Context,
-    ) -> HookResult<ReleaseLeaseResult> {
-        self.release(&params).await.map_err(wire_error)
+    ) -> HookResult<Released> {
+        self.release(&params).await.map(Released::from).map_err(wire_error)
     }
 
     async fn destroy_lease(
         &self,
         params: DestroyLeaseParams,
         _cx: Context,
-    ) -> HookResult<DestroyLeaseResult> {
-        self.destroy(&params).await.map_err(wire_error)
+    ) -> HookResult<Destroyed> {
+        self.destroy(&params).await.map(Destroyed::from).map_err(wire_error)
     }
 
     async fn stop_lease(

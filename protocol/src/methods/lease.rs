@@ -410,6 +410,17 @@ impl ProbeResult {
         ProbeResult { ok, ..Default::default() }
     }
 
+    /// `{ok: true}`: the provider is usable.
+    pub fn ok() -> Self {
+        Self::new(true)
+    }
+
+    /// `{ok: false, summary: reason}`: the provider is not usable, and why (the host shows the
+    /// summary to the operator; never put a secret in it).
+    pub fn failed(reason: impl Into<String>) -> Self {
+        Self::new(false).with_summary(reason)
+    }
+
     /// Sets the summary.
     pub fn with_summary(mut self, summary: impl Into<String>) -> Self {
         self.summary = Some(summary.into());
@@ -678,10 +689,61 @@ pub type DestroyLeaseParams<C = JsonObject> = ReleaseLeaseParams<C>;
 pub type AcquireLeaseResult = Lease;
 /// Result of `environmentResumeLease`.
 pub type ResumeLeaseResult = Lease;
-/// Result of `environmentReleaseLease`: a receipt, or `null` (void).
-pub type ReleaseLeaseResult = Option<TerminationReceipt>;
-/// Result of `environmentDestroyLease`: a receipt, or `null` (void).
-pub type DestroyLeaseResult = Option<TerminationReceipt>;
+/// What `environmentReleaseLease` and `environmentDestroyLease` answer: `null` (done, no
+/// receipt) or a termination receipt confirming how the lease ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct Released {
+    receipt: Option<TerminationReceipt>,
+}
+
+/// Built with [`Released::done`], [`Released::destroyed`] or [`Released::stopped`].
+impl Released {
+    /// `null`: the lease is released (or destroyed), without a receipt.
+    pub fn done() -> Self {
+        Released { receipt: None }
+    }
+
+    /// The receipt `{providerLeaseId, state: "destroyed"}`: the resource is gone.
+    pub fn destroyed(provider_lease_id: impl Into<String>) -> Self {
+        TerminationReceipt::destroyed(provider_lease_id).into()
+    }
+
+    /// The receipt `{providerLeaseId, state: "stopped"}`: stopped, files kept.
+    pub fn stopped(provider_lease_id: impl Into<String>) -> Self {
+        TerminationReceipt::stopped(provider_lease_id).into()
+    }
+
+    /// The receipt, if any.
+    pub fn receipt(&self) -> Option<&TerminationReceipt> {
+        self.receipt.as_ref()
+    }
+
+    /// The receipt, if any, by value.
+    pub fn into_receipt(self) -> Option<TerminationReceipt> {
+        self.receipt
+    }
+}
+
+impl From<TerminationReceipt> for Released {
+    fn from(receipt: TerminationReceipt) -> Self {
+        Released { receipt: Some(receipt) }
+    }
+}
+
+impl From<Option<TerminationReceipt>> for Released {
+    fn from(receipt: Option<TerminationReceipt>) -> Self {
+        Released { receipt }
+    }
+}
+
+/// The answer of `environmentDestroyLease` (the same shape as a release's).
+pub type Destroyed = Released;
+
+/// Result of `environmentReleaseLease`: see [`Released`].
+pub type ReleaseLeaseResult = Released;
+/// Result of `environmentDestroyLease`: see [`Released`].
+pub type DestroyLeaseResult = Destroyed;
 /// Result of `environmentStopLease`.
 pub type StopLeaseResult = TerminationReceipt;
 

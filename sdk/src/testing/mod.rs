@@ -151,6 +151,7 @@ impl TestClient {
     ///
     /// ```no_run
     /// # use paperclip_sandbox_sdk::prelude::*;
+    /// # use paperclip_sandbox_sdk::protocol::methods::EnvironmentProbe;
     /// # use paperclip_sandbox_sdk::testing::TestClient;
     /// # async fn demo(client: TestClient) {
     /// let base = EnvironmentBaseParams::new("my-sandbox", "company-1", "environment-1");

@@ -50,10 +50,10 @@ impl SandboxProvider for P {
         Err(ProviderError::worker("x"))
     }
     async fn release_lease(&self, _: ReleaseLeaseParams, _: Context) -> HookResult<ReleaseLeaseResult> {
-        Ok(None)
+        Ok(Released::done())
     }
     async fn destroy_lease(&self, _: DestroyLeaseParams, _: Context) -> HookResult<DestroyLeaseResult> {
-        Ok(None)
+        Ok(Released::done())
     }
     async fn sync_in(&self, _: SyncInParams, _: Context) -> HookResult<SyncResult> {
         Err(ProviderError::worker("x"))
