@@ -307,7 +307,10 @@ pub fn render_schema_index() -> String {
         schemas.len()
     );
     out.push_str(
-        "Print any schema from Rust:\n\n```rust\nuse paperclip_sandbox_sdk::protocol::schema::message_schemas;\n\n\
+        "The examples in this chapter use these dependencies (from crates.io; the SDK's git and checkout\n\
+         sources are in the [Quick start](../quick-start.md#1-install-the-harness-and-get-the-sdk)):\n\n\
+         ```sh\ncargo add paperclip-sandbox-sdk serde_json\n```\n\n\
+         Print any schema from Rust:\n\n```rust\nuse paperclip_sandbox_sdk::protocol::schema::message_schemas;\n\n\
          let schemas = message_schemas();\nlet execute = &schemas[\"environmentExecuteParams\"];\n\
          assert_eq!(execute[\"type\"], \"object\");\nprintln!(\"{}\", serde_json::to_string_pretty(execute).unwrap());\n```\n\n",
     );

@@ -32,6 +32,8 @@ enum Command {
     Replay(cli::replay::ReplayArgs),
     /// Package a worker binary as an npm-installable plugin folder.
     Package(cli::package::PackageArgs),
+    /// Print a ready CI workflow that runs the harness against a provider.
+    CiTemplate(cli::ci_template::CiTemplateArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,5 +44,6 @@ fn main() -> ExitCode {
         Command::Run(args) => cli::run::main(*args),
         Command::Replay(args) => cli::replay::main(args),
         Command::Package(args) => args.run(),
+        Command::CiTemplate(args) => args.run(),
     }
 }

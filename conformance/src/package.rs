@@ -320,12 +320,62 @@ fn run_manifest(worker: &Path, args: &[&str]) -> Result<(Value, String), Package
     }
     match serde_json::from_slice::<Value>(&output.stdout) {
         Ok(value @ Value::Object(_)) => Ok((value, command)),
-        Ok(_) => Err(fail("it printed JSON that is not an object".into())),
-        Err(e) if output.stdout.iter().all(u8::is_ascii_whitespace) => {
-            Err(fail(format!("it printed nothing on stdout ({e})")))
+        Ok(_) => Err(fail(format!(
+            "it printed JSON that is not an object; stdout was {}",
+            shown_output(&output.stdout)
+        ))),
+        Err(_) if output.stdout.iter().all(u8::is_ascii_whitespace) => {
+            Err(fail("it printed nothing on stdout".into()))
         }
-        Err(e) => Err(fail(format!("it printed no JSON object: {e}"))),
+        Err(e) => Err(fail(not_one_object(&output.stdout, &e))),
     }
+}
+
+/// At most this many bytes of a worker's `--manifest` output are shown in an error.
+pub const SHOWN_OUTPUT_BYTES: usize = 400;
+
+/// The worker's own `--manifest` output, for an error message: at most [`SHOWN_OUTPUT_BYTES`]
+/// bytes, escaped as one JSON string (so control characters and invalid UTF-8 cannot reach the
+/// terminal raw), followed by the total length when it was cut. The worker ran with no config
+/// and an empty stdin, so this output holds nothing the harness gave it.
+pub fn shown_output(stdout: &[u8]) -> String {
+    let cut = stdout.len() > SHOWN_OUTPUT_BYTES;
+    let kept = String::from_utf8_lossy(&stdout[..stdout.len().min(SHOWN_OUTPUT_BYTES)]);
+    let escaped = serde_json::to_string(&kept).expect("a string serializes");
+    if cut {
+        format!("{escaped}… ({} bytes in all)", stdout.len())
+    } else {
+        escaped
+    }
+}
+
+/// The explanation of `--manifest` output that is not one JSON object: the parse error, what was
+/// printed, and, when a JSON object starts on a later line, the likely cause (something printed
+/// before the manifest, e.g. a `println!` in `main` before `run_plugin`).
+fn not_one_object(stdout: &[u8], error: &serde_json::Error) -> String {
+    let text = String::from_utf8_lossy(stdout);
+    let mut message = format!(
+        "it printed something other than one JSON object ({error}); stdout was {}",
+        shown_output(stdout)
+    );
+    let starts: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.trim_start().starts_with('{'))
+        .map(|(n, _)| n + 1)
+        .collect();
+    match starts.first() {
+        Some(&line) if line > 1 => message.push_str(&format!(
+            ". A JSON object starts on line {line}: something printed before the manifest \
+             (`--manifest` must print only the manifest; write logs to stderr)"
+        )),
+        Some(_) if error.is_syntax() && error.line() > 1 => message.push_str(
+            ". Something was printed after the manifest (`--manifest` must print only the \
+             manifest; write logs to stderr)",
+        ),
+        _ => {}
+    }
+    message
 }
 
 /// How long `<binary> --manifest` may run before it is killed.
@@ -520,6 +570,39 @@ pub fn render_worker_shim(binary_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse_error(text: &str) -> serde_json::Error {
+        serde_json::from_str::<Value>(text).unwrap_err()
+    }
+
+    #[test]
+    fn output_before_the_manifest_is_shown_escaped_with_the_likely_cause() {
+        let out = "hello from main\u{1b}[31m\n{\"id\": \"x\"}\n";
+        let message = not_one_object(out.as_bytes(), &parse_error(out));
+        assert!(
+            message.contains(r#"stdout was "hello from main\u001b[31m\n{\"id\": \"x\"}\n""#),
+            "{message}"
+        );
+        assert!(message.contains("A JSON object starts on line 2"), "{message}");
+        assert!(!message.contains('\u{1b}'), "control characters are escaped: {message}");
+    }
+
+    #[test]
+    fn output_after_the_manifest_is_named() {
+        let out = "{\"id\": \"x\"}\nbye\n";
+        let message = not_one_object(out.as_bytes(), &parse_error(out));
+        assert!(message.contains("Something was printed after the manifest"), "{message}");
+    }
+
+    #[test]
+    fn shown_output_is_bounded() {
+        let big = vec![b'a'; 10_000];
+        let shown = shown_output(&big);
+        assert!(shown.len() < SHOWN_OUTPUT_BYTES + 40, "{shown}");
+        assert!(shown.ends_with("… (10000 bytes in all)"), "{shown}");
+        // Invalid UTF-8 is shown lossily, never raw.
+        assert_eq!(shown_output(b"\xff{"), "\"\u{fffd}{\"");
+    }
 
     #[test]
     fn default_names_get_the_discovery_prefix_and_are_valid() {

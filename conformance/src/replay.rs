@@ -20,6 +20,18 @@ use crate::host::{clip, Observations, Reply, Session, SessionConfig};
 use crate::process::WorkerCommand;
 use crate::transcript::{Direction, Entry};
 
+/// The check id a transcript file is named after (`DIR/<check-id>.ndjson`, as `run --artifacts`
+/// writes it), or `None` when the name is not of that form.
+pub fn check_id_of(path: &std::path::Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    let id = name.strip_suffix(".ndjson")?;
+    let valid = !id.is_empty()
+        && id.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_')
+        });
+    valid.then(|| id.to_owned())
+}
+
 /// The JSON shape of a value: types and keys, not values.
 pub fn shape(value: &Value) -> Value {
     match value {
@@ -145,6 +157,16 @@ pub fn replay(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_check_id_is_the_file_name() {
+        let id = |p: &str| check_id_of(std::path::Path::new(p));
+        assert_eq!(id("artifacts/execute.timeout.ndjson").as_deref(), Some("execute.timeout"));
+        assert_eq!(id("shutdown.no-orphans.ndjson").as_deref(), Some("shutdown.no-orphans"));
+        assert_eq!(id("transcript.json"), None);
+        assert_eq!(id("My File.ndjson"), None);
+        assert_eq!(id(".ndjson"), None);
+    }
 
     #[test]
     fn shapes_ignore_values() {

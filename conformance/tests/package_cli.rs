@@ -394,7 +394,20 @@ fn usage_and_io_errors_exit_2_with_one_line() {
     fs::write(&garbage, "#!/bin/sh\necho not json\n").unwrap();
     fs::set_permissions(&garbage, fs::Permissions::from_mode(0o755)).unwrap();
     let e = one_error_line(&run_package(&["--worker", garbage.to_str().unwrap(), "--out", out_s]));
-    assert!(e.contains("--manifest") && e.contains("no JSON object"), "{e}");
+    assert!(e.contains("--manifest") && e.contains("other than one JSON object"), "{e}");
+    assert!(e.contains(r#"stdout was "not json\n""#), "what the worker printed is shown: {e}");
+
+    // A print before the manifest (a `println!` in `main` before `run_plugin`): what was printed
+    // is shown, escaped and on the one error line, with the likely cause.
+    let chatty = tmp.path().join("chatty");
+    let script = format!("#!/bin/sh\nprintf 'starting\\033[0m\\n'\n{}", &STAND_IN[10..]);
+    fs::write(&chatty, script).unwrap();
+    fs::set_permissions(&chatty, fs::Permissions::from_mode(0o755)).unwrap();
+    let e = one_error_line(&run_package(&["--worker", chatty.to_str().unwrap(), "--out", out_s]));
+    assert!(e.contains(r#"stdout was "starting\u001b[0m\n{\"id\":\"acme.stand-in\""#), "{e}");
+    assert!(e.contains("bytes in all)"), "the output is cut: {e}");
+    assert!(e.contains("A JSON object starts on line 2"), "{e}");
+    assert!(!e.contains('\u{1b}'), "escaped: {e}");
 
     let failing = tmp.path().join("failing");
     fs::write(&failing, "#!/bin/sh\necho 'boom: no manifest here' >&2\nexit 4\n").unwrap();

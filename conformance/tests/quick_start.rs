@@ -3,13 +3,16 @@
 //!
 //! The blocks of `book/src/quick-start.md` whose info string carries `quickstart` are replayed
 //! in order: `sh` blocks run as one bash script (`set -euo pipefail`), and the one `rust` block
-//! is written to `src/main.rs` at that point of the script. The one documented
-//! deviation is the source of the crates: `cargo add <crate> --git <url>` becomes
-//! `cargo add <crate> --path <checkout>/<crate dir>`, `cargo install
-//! paperclip-sandbox-conformance --git <url>` is replaced by the harness binary of this build
-//! (put first on `PATH`), and the scratch crate builds into this checkout's target directory
+//! is written to `src/main.rs` at that point of the script. The documented substitutions:
+//! `git clone <repository>` becomes a symbolic link to this checkout under the same name;
+//! `cargo install … --path …` gets `--debug` and installs into the scratch directory
+//! (`CARGO_INSTALL_ROOT`, whose `bin` is put first on `PATH`, so the installed harness is the
+//! one the later steps run); and every build uses this checkout's target directory
 //! (`CARGO_TARGET_DIR`, to reuse compiled dependencies), so `target/debug/` reads from there.
-//! Any other `--git` line fails the test, so the chapter cannot grow an unreplayed step.
+//! Any other `--git` or `git` line fails the test, so the chapter cannot grow an unreplayed step.
+//!
+//! The README's "from a checkout" install block must be the same lines as the chapter's first
+//! two steps, so this replay also follows the README literally.
 //!
 //! After the replay, the plugin folder the chapter's `sandbox-conformance package` step wrote
 //! (`target/plugin` in the new crate) must have the layout the packaging chapter describes, and,
@@ -62,9 +65,11 @@ fn steps(markdown: &str) -> Vec<Step> {
     steps
 }
 
-/// The script for `steps`, with the crate-source substitution.
+/// The repository URL the chapter clones.
+const REPOSITORY: &str = "https://github.com/paperclip-sandbox/paperclip-sandbox";
+
+/// The script for `steps`, with the documented substitutions.
 fn script(steps: &[Step], workspace: &Path) -> String {
-    let crates = [("paperclip-sandbox-sdk", "sdk"), ("paperclip-sandbox-protocol", "protocol")];
     let mut out = String::from("set -euxo pipefail\n");
     for step in steps {
         match step {
@@ -72,19 +77,18 @@ fn script(steps: &[Step], workspace: &Path) -> String {
                 for line in commands.lines() {
                     let words: Vec<&str> = line.split_whitespace().collect();
                     let line = match words.as_slice() {
-                        ["cargo", "add", krate, "--git", _url] => {
-                            let dir = crates
-                                .iter()
-                                .find(|(name, _)| name == krate)
-                                .unwrap_or_else(|| panic!("no path for crate {krate}"))
-                                .1;
-                            format!("cargo add {krate} --path '{}'", workspace.join(dir).display())
+                        ["git", "clone", url, dir] if *url == REPOSITORY => {
+                            format!("ln -s '{}' {dir}", workspace.display())
                         }
-                        ["cargo", "install", "paperclip-sandbox-conformance", "--git", _url] => {
-                            ": harness binary already on PATH".to_owned()
+                        ["git", "clone", url] if *url == REPOSITORY => {
+                            format!("ln -s '{}' paperclip-sandbox", workspace.display())
+                        }
+                        ["cargo", "install", rest @ ..] if rest.contains(&"--path") => {
+                            format!("{line} --debug")
                         }
                         _ => {
                             assert!(!line.contains("--git"), "unreplayable git step: {line}");
+                            assert!(words.first() != Some(&"git"), "unreplayable git step: {line}");
                             line.replace("target/debug/", "\"$CARGO_TARGET_DIR\"/debug/")
                         }
                     };
@@ -101,6 +105,36 @@ fn script(steps: &[Step], workspace: &Path) -> String {
         }
     }
     out
+}
+
+/// The lines of the README's "from a checkout" block (the `sh` block after its marker comment).
+fn readme_checkout_lines(readme: &str) -> Vec<String> {
+    let marker = readme.find("<!-- checkout-install").expect("the README marks its checkout block");
+    let block = &readme[marker..];
+    let start = block.find("```sh\n").expect("an sh block after the marker") + "```sh\n".len();
+    let end = block[start..].find("```").expect("the block ends") + start;
+    block[start..end].lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn the_readme_checkout_steps_are_the_quick_starts() {
+    let workspace = workspace();
+    let readme = std::fs::read_to_string(workspace.join("README.md")).unwrap();
+    let chapter = std::fs::read_to_string(workspace.join("book/src/quick-start.md")).unwrap();
+    let replayed: Vec<String> = steps(&chapter)
+        .iter()
+        .take_while(|s| matches!(s, Step::Shell(_)))
+        .flat_map(|s| match s {
+            Step::Shell(c) => c.lines().map(str::to_owned).collect::<Vec<_>>(),
+            Step::File { .. } => vec![],
+        })
+        .collect();
+    let readme_lines = readme_checkout_lines(&readme);
+    assert!(readme_lines.iter().any(|l| l.starts_with("cargo install")), "{readme_lines:?}");
+    assert_eq!(
+        readme_lines, replayed,
+        "README.md's checkout block and the Quick start's steps 1-2"
+    );
 }
 
 #[test]
@@ -122,6 +156,7 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     });
     let commands: String = commands.collect::<Vec<_>>().join("\n");
     for needed in [
+        "cargo install --locked --path paperclip-sandbox/conformance",
         "cargo new",
         "cargo build",
         "sandbox-conformance run --",
@@ -134,13 +169,14 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     let scratch = std::env::temp_dir().join(format!("quick-start-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).unwrap();
+    // The harness the chapter installs goes here, not into ~/.cargo/bin.
+    let install_root = scratch.join("cargo-root");
     // The provider keeps its leases under the temporary directory: give it one of its own, to
     // see what it leaves behind.
     let tmp = scratch.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let harness = Path::new(env!("CARGO_BIN_EXE_sandbox-conformance"));
     let path = std::env::join_paths(
-        std::iter::once(harness.parent().unwrap().to_path_buf())
+        std::iter::once(install_root.join("bin"))
             .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
     )
     .unwrap();
@@ -154,6 +190,7 @@ fn quick_start_chapter_produces_a_conforming_provider() {
         .current_dir(&scratch)
         .env("PATH", path)
         .env("CARGO_TARGET_DIR", &target)
+        .env("CARGO_INSTALL_ROOT", &install_root)
         .env("CARGO_TERM_COLOR", "never")
         .env("TMPDIR", &tmp)
         .output()
@@ -167,6 +204,10 @@ fn quick_start_chapter_produces_a_conforming_provider() {
         out.status
     );
     assert!(stdout.contains("Temporary directory"), "the manifest was printed:\n{stdout}");
+    assert!(
+        install_root.join("bin/sandbox-conformance").is_file(),
+        "the chapter's `cargo install` installed the harness the later steps ran"
+    );
     eprintln!("quick start replayed in {elapsed:?}");
     check_plugin_folder(&scratch.join("dir-provider/target/plugin"), &target.join("debug"));
     let left = lease_dirs(&tmp);

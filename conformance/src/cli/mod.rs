@@ -1,6 +1,7 @@
 //! Subcommands of the `sandbox-conformance` binary, one module per command group.
 
 pub mod capabilities;
+pub mod ci_template;
 pub mod manifest;
 pub mod package;
 pub mod replay;

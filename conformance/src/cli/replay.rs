@@ -1,4 +1,4 @@
-//! `sandbox-conformance replay FILE -- <worker command…>`.
+//! `sandbox-conformance replay FILE [--expect-fixed] -- <worker command…>`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -6,8 +6,11 @@ use std::time::Duration;
 
 use clap::Args;
 use paperclip_sandbox_conformance::process::WorkerCommand;
+use paperclip_sandbox_conformance::report::Status;
 use paperclip_sandbox_conformance::transcript::parse_artifact;
-use paperclip_sandbox_conformance::{replay, HarnessError};
+use paperclip_sandbox_conformance::{replay, runner, HarnessError, RunOptions};
+
+use super::ProfileArg;
 
 /// Options of `replay`.
 #[derive(Debug, Args)]
@@ -17,37 +20,127 @@ pub struct ReplayArgs {
     /// Per-request timeout in ms.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     timeout_ms: u64,
+    /// The worker was fixed: after the replay, run the transcript's check against the worker and
+    /// exit 0 only when it passes now (answers that differ from the recording are expected).
+    #[arg(long)]
+    expect_fixed: bool,
+    /// With --expect-fixed: the check to run (default: the file name without `.ndjson`).
+    #[arg(long, value_name = "ID", requires = "expect_fixed")]
+    check: Option<String>,
+    /// With --expect-fixed: the host profile of the failing run.
+    #[arg(long, value_enum, default_value_t = ProfileArg::Paperclip2026_11, requires = "expect_fixed")]
+    profile: ProfileArg,
+    /// With --expect-fixed: the environment config of the failing run.
+    #[arg(long, value_name = "FILE", requires = "expect_fixed")]
+    config: Option<PathBuf>,
+    /// With --expect-fixed: the manifest of the failing run (default: `<worker> --manifest`).
+    #[arg(long, value_name = "FILE", requires = "expect_fixed")]
+    manifest: Option<PathBuf>,
     /// The worker command.
     #[arg(last = true, value_name = "WORKER", required = true)]
     worker: Vec<String>,
 }
 
-/// Runs `replay`; exit 0 when every answer matches the recording, 1 on differences, 2 when the
-/// replay cannot run.
+/// What a difference means, printed after the replay.
+const DIFF_MEANING: &str = "\
+A difference means the worker no longer answers as it did when the check failed. After a fix \
+that is expected: confirm it with `--expect-fixed` (which runs the check itself), or with \
+`sandbox-conformance run --filter <check id>`. Without a change to the worker, a difference \
+means its answers depend on something else (timing, state left by an earlier run, the machine).";
+
+/// What no difference means, printed after the replay.
+const SAME_MEANING: &str = "\
+The failure's exchange reproduces: the worker answers as it did when the check failed (same \
+result/error kinds, error codes and result shapes; values are not compared). If the check \
+judged these answers, the worker is not fixed yet; if it judged an effect (a process left \
+behind, files not written), run the check with `--expect-fixed`.";
+
+/// Runs `replay`. Without `--expect-fixed`: exit 0 when every answer matches the recording (the
+/// failure reproduces), 1 when one differs. With `--expect-fixed`: exit 0 when the transcript's
+/// check passes against the worker now, 1 when it does not. 2 when the replay cannot run.
 pub fn main(args: ReplayArgs) -> ExitCode {
-    let run = || -> Result<usize, HarnessError> {
-        let text =
-            std::fs::read_to_string(&args.file).map_err(|e| HarnessError::io(&args.file, e))?;
-        let entries = parse_artifact(&text).map_err(|e| HarnessError::BadFile {
-            path: args.file.clone(),
-            message: e.to_string(),
-        })?;
-        let command = WorkerCommand::from_argv(&args.worker)?;
-        let timeout = Duration::from_millis(args.timeout_ms.max(1));
-        replay::replay(&entries, &command, timeout, &mut std::io::stdout())
+    let diffs = match replay_file(&args) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("sandbox-conformance: {e}");
+            return ExitCode::from(2);
+        }
     };
-    match run() {
-        Ok(0) => {
-            println!("replay: every answer matches the recording (result/error, error codes, result shapes)");
-            ExitCode::SUCCESS
-        }
-        Ok(n) => {
-            println!("replay: {n} answer(s) differ from the recording");
-            ExitCode::from(1)
-        }
+    if diffs == 0 {
+        println!(
+            "replay: every answer matches the recording (result/error, error codes, result shapes)"
+        );
+    } else {
+        println!("replay: {diffs} answer(s) differ from the recording");
+    }
+    if !args.expect_fixed {
+        println!("{}", if diffs == 0 { SAME_MEANING } else { DIFF_MEANING });
+        return ExitCode::from(if diffs == 0 { 0 } else { 1 });
+    }
+    match check_now(&args) {
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("sandbox-conformance: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+fn replay_file(args: &ReplayArgs) -> Result<usize, HarnessError> {
+    let text = std::fs::read_to_string(&args.file).map_err(|e| HarnessError::io(&args.file, e))?;
+    let entries = parse_artifact(&text)
+        .map_err(|e| HarnessError::BadFile { path: args.file.clone(), message: e.to_string() })?;
+    let command = WorkerCommand::from_argv(&args.worker)?;
+    let timeout = Duration::from_millis(args.timeout_ms.max(1));
+    replay::replay(&entries, &command, timeout, &mut std::io::stdout())
+}
+
+/// `--expect-fixed`: runs the transcript's check and returns the exit code (0 when it passes).
+fn check_now(args: &ReplayArgs) -> Result<u8, HarnessError> {
+    let id = match &args.check {
+        Some(id) => id.clone(),
+        None => replay::check_id_of(&args.file).ok_or_else(|| {
+            HarnessError::Usage(format!(
+                "{}: the file name names no check; pass --check <id>",
+                args.file.display()
+            ))
+        })?,
+    };
+    let mut options = RunOptions::new(WorkerCommand::from_argv(&args.worker)?);
+    options.profile = args.profile.into();
+    options.config_path = args.config.clone();
+    options.manifest_path = args.manifest.clone();
+    options.filter = Some(id.clone());
+    options.progress = false;
+    let report = runner::run(options)?;
+    let Some(outcome) = report.checks.iter().find(|c| c.id == id) else {
+        return Err(HarnessError::Usage(format!(
+            "no check `{id}` in this harness (list them with `sandbox-conformance run --list`); \
+             pass --check <id>"
+        )));
+    };
+    match outcome.status {
+        Status::Pass => {
+            println!("expect-fixed: {id} passes now: the fix holds");
+            Ok(0)
+        }
+        Status::Skip => {
+            let why = outcome.skip_reason.as_deref().unwrap_or("no reason given");
+            println!(
+                "expect-fixed: {id} was skipped ({why}), so the fix is not confirmed; \
+                 pass the failing run's --profile, --config and --manifest"
+            );
+            Ok(1)
+        }
+        _ => {
+            println!("expect-fixed: {id} still fails");
+            if let Some(expected) = &outcome.expected {
+                println!("  expected: {expected}");
+            }
+            if let Some(actual) = &outcome.actual {
+                println!("  actual:   {actual}");
+            }
+            Ok(1)
         }
     }
 }
