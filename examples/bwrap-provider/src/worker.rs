@@ -29,8 +29,7 @@ impl AsRef<LocalProvider> for BwrapProvider {
 /// provider's, through `delegate`.
 #[paperclip_sandbox_sdk::provider(delegate = LocalProvider)]
 impl SandboxProvider for BwrapProvider {
-    // The config is validated by hand (every error at once, each with its own wording), so the
-    // hooks take the wire's JSON object rather than the parsed config type.
+    // The raw config object, as the local provider it delegates to takes it.
     type Config = JsonObject;
 
     async fn validate_config(

@@ -76,8 +76,7 @@ fn sync_error(e: LocalError) -> ProviderError {
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for LocalProvider {
-    // The config is validated by hand (every error at once, each with its own wording), so the
-    // hooks take the wire's JSON object rather than the parsed config type.
+    // The raw config object: `LocalConfig::parse` reports every error at once.
     type Config = JsonObject;
 
     async fn shutdown(&self, _: ShutdownParams, _cx: Context) -> HookResult<()> {

@@ -80,8 +80,7 @@ impl RemoteProvider {
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for RemoteProvider {
-    // The config is validated by hand (every error at once, each with its own wording), so the
-    // hooks take the wire's JSON object rather than the parsed config type.
+    // The raw config object: `RemoteConfig::parse` reports every problem with its own wording.
     type Config = JsonObject;
 
     async fn validate_config(

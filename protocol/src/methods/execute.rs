@@ -42,26 +42,7 @@ pub struct ExecuteParams<C = JsonObject> {
     pub bypass_session: Option<bool>,
 }
 
-impl<C> ExecuteParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<ExecuteParams<T>, E> {
-        Ok(ExecuteParams {
-            base: self.base.map_config(f)?,
-            lease: self.lease,
-            command: self.command,
-            args: self.args,
-            cwd: self.cwd,
-            env: self.env,
-            stdin: self.stdin,
-            timeout_ms: self.timeout_ms,
-            bypass_session: self.bypass_session,
-        })
-    }
-}
+map_config!(base ExecuteParams { lease, command, args, cwd, env, stdin, timeout_ms, bypass_session });
 
 impl ExecuteParams {
     /// Params running `command` in `lease` with every optional field absent.

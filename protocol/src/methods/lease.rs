@@ -50,23 +50,7 @@ pub struct EnvironmentBaseParams<C = JsonObject> {
     pub extra: JsonObject,
 }
 
-impl<C> EnvironmentBaseParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<EnvironmentBaseParams<T>, E> {
-        Ok(EnvironmentBaseParams {
-            driver_key: self.driver_key,
-            company_id: self.company_id,
-            environment_id: self.environment_id,
-            issue_id: self.issue_id,
-            config: f(self.config)?,
-            extra: self.extra,
-        })
-    }
-}
+map_config!(config EnvironmentBaseParams { driver_key, company_id, environment_id, issue_id, extra });
 
 impl EnvironmentBaseParams {
     /// Base params with an empty config and no issue.
@@ -241,20 +225,7 @@ pub struct ValidateConfigParams<C = JsonObject> {
     pub extra: JsonObject,
 }
 
-impl<C> ValidateConfigParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<ValidateConfigParams<T>, E> {
-        Ok(ValidateConfigParams {
-            driver_key: self.driver_key,
-            config: f(self.config)?,
-            extra: self.extra,
-        })
-    }
-}
+map_config!(config ValidateConfigParams { driver_key, extra });
 
 impl ValidateConfigParams {
     /// Params for `driver_key` and `config`.
@@ -322,13 +293,7 @@ pub struct ProbeParams<C = JsonObject> {
     pub base: EnvironmentBaseParams<C>,
 }
 
-impl<C> ProbeParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(self, f: impl FnOnce(C) -> Result<T, E>) -> Result<ProbeParams<T>, E> {
-        Ok(ProbeParams { base: self.base.map_config(f)? })
-    }
-}
+map_config!(base ProbeParams {});
 
 impl ProbeParams {
     /// Probe params from base params.
@@ -533,28 +498,7 @@ pub struct AcquireLeaseParams<C = JsonObject> {
     pub creation_operation: Option<CreationOperation>,
 }
 
-impl<C> AcquireLeaseParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<AcquireLeaseParams<T>, E> {
-        Ok(AcquireLeaseParams {
-            base: self.base.map_config(f)?,
-            run_id: self.run_id,
-            workspace_mode: self.workspace_mode,
-            requested_cwd: self.requested_cwd,
-            agent_id: self.agent_id,
-            execution_workspace_id: self.execution_workspace_id,
-            adapter_type: self.adapter_type,
-            execution_workspace_settings: self.execution_workspace_settings,
-            requested_expires_at: self.requested_expires_at,
-            lease_policy: self.lease_policy,
-            creation_operation: self.creation_operation,
-        })
-    }
-}
+map_config!(base AcquireLeaseParams { run_id, workspace_mode, requested_cwd, agent_id, execution_workspace_id, adapter_type, execution_workspace_settings, requested_expires_at, lease_policy, creation_operation });
 
 impl AcquireLeaseParams {
     /// Params for `run_id` with every optional field absent.
@@ -593,20 +537,7 @@ pub struct ResumeLeaseParams<C = JsonObject> {
     pub lease_metadata: Option<JsonObject>,
 }
 
-impl<C> ResumeLeaseParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<ResumeLeaseParams<T>, E> {
-        Ok(ResumeLeaseParams {
-            base: self.base.map_config(f)?,
-            provider_lease_id: self.provider_lease_id,
-            lease_metadata: self.lease_metadata,
-        })
-    }
-}
+map_config!(base ResumeLeaseParams { provider_lease_id, lease_metadata });
 
 impl ResumeLeaseParams {
     /// Params for `provider_lease_id` without metadata.
@@ -645,23 +576,7 @@ pub struct ReleaseLeaseParams<C = JsonObject> {
     pub resource_disposition: Option<ResourceDisposition>,
 }
 
-impl<C> ReleaseLeaseParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<ReleaseLeaseParams<T>, E> {
-        Ok(ReleaseLeaseParams {
-            base: self.base.map_config(f)?,
-            provider_lease_id: self.provider_lease_id,
-            lease_metadata: self.lease_metadata,
-            cancel_active_work: self.cancel_active_work,
-            run_status: self.run_status,
-            resource_disposition: self.resource_disposition,
-        })
-    }
-}
+map_config!(base ReleaseLeaseParams { provider_lease_id, lease_metadata, cancel_active_work, run_status, resource_disposition });
 
 impl ReleaseLeaseParams {
     /// Params for `provider_lease_id` with every optional field absent.
@@ -772,22 +687,7 @@ pub struct StopLeaseParams<C = JsonObject> {
     pub resource_disposition: Option<ResourceDisposition>,
 }
 
-impl<C> StopLeaseParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<StopLeaseParams<T>, E> {
-        Ok(StopLeaseParams {
-            base: self.base.map_config(f)?,
-            provider_lease_id: self.provider_lease_id,
-            lease_metadata: self.lease_metadata,
-            cancel_active_work: self.cancel_active_work,
-            resource_disposition: self.resource_disposition,
-        })
-    }
-}
+map_config!(base StopLeaseParams { provider_lease_id, lease_metadata, cancel_active_work, resource_disposition });
 
 impl StopLeaseParams {
     /// Params as the host sends them: `cancelActiveWork: true`,

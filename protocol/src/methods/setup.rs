@@ -220,23 +220,7 @@ pub struct StartInteractiveSetupParams<C = JsonObject> {
     pub expires_at: Option<String>,
 }
 
-impl<C> StartInteractiveSetupParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<StartInteractiveSetupParams<T>, E> {
-        Ok(StartInteractiveSetupParams {
-            base: self.base.map_config(f)?,
-            session_id: self.session_id,
-            source_template_ref: self.source_template_ref,
-            source_template_kind: self.source_template_kind,
-            connection_expires_in_minutes: self.connection_expires_in_minutes,
-            expires_at: self.expires_at,
-        })
-    }
-}
+map_config!(base StartInteractiveSetupParams { session_id, source_template_ref, source_template_kind, connection_expires_in_minutes, expires_at });
 
 /// Params of `environmentGetInteractiveSetup`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -261,22 +245,7 @@ pub struct GetInteractiveSetupParams<C = JsonObject> {
     pub connection_expires_in_minutes: Option<u64>,
 }
 
-impl<C> GetInteractiveSetupParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<GetInteractiveSetupParams<T>, E> {
-        Ok(GetInteractiveSetupParams {
-            base: self.base.map_config(f)?,
-            provider_lease_id: self.provider_lease_id,
-            setup_metadata: self.setup_metadata,
-            include_connection_payload: self.include_connection_payload,
-            connection_expires_in_minutes: self.connection_expires_in_minutes,
-        })
-    }
-}
+map_config!(base GetInteractiveSetupParams { provider_lease_id, setup_metadata, include_connection_payload, connection_expires_in_minutes });
 
 /// Params of `environmentCaptureTemplate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -307,24 +276,7 @@ pub struct CaptureTemplateParams<C = JsonObject> {
     pub timeout_ms: Option<u64>,
 }
 
-impl<C> CaptureTemplateParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<CaptureTemplateParams<T>, E> {
-        Ok(CaptureTemplateParams {
-            base: self.base.map_config(f)?,
-            provider_lease_id: self.provider_lease_id,
-            setup_metadata: self.setup_metadata,
-            source_template_ref: self.source_template_ref,
-            previous_template_ref: self.previous_template_ref,
-            template_label: self.template_label,
-            timeout_ms: self.timeout_ms,
-        })
-    }
-}
+map_config!(base CaptureTemplateParams { provider_lease_id, setup_metadata, source_template_ref, previous_template_ref, template_label, timeout_ms });
 
 /// Result of `environmentCaptureTemplate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -367,21 +319,7 @@ pub struct CancelInteractiveSetupParams<C = JsonObject> {
     pub reason: Option<String>,
 }
 
-impl<C> CancelInteractiveSetupParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<CancelInteractiveSetupParams<T>, E> {
-        Ok(CancelInteractiveSetupParams {
-            base: self.base.map_config(f)?,
-            provider_lease_id: self.provider_lease_id,
-            setup_metadata: self.setup_metadata,
-            reason: self.reason,
-        })
-    }
-}
+map_config!(base CancelInteractiveSetupParams { provider_lease_id, setup_metadata, reason });
 
 /// Result of `environmentCancelInteractiveSetup`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -425,22 +363,7 @@ pub struct DeleteTemplateParams<C = JsonObject> {
     pub reason: Option<String>,
 }
 
-impl<C> DeleteTemplateParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<DeleteTemplateParams<T>, E> {
-        Ok(DeleteTemplateParams {
-            base: self.base.map_config(f)?,
-            template_ref: self.template_ref,
-            template_kind: self.template_kind,
-            metadata: self.metadata,
-            reason: self.reason,
-        })
-    }
-}
+map_config!(base DeleteTemplateParams { template_ref, template_kind, metadata, reason });
 
 /// Result of `environmentDeleteTemplate`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

@@ -44,18 +44,7 @@ pub struct SyncParams<C = JsonObject> {
     pub minimum_timeout_ms: Option<Value>,
 }
 
-impl<C> SyncParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(self, f: impl FnOnce(C) -> Result<T, E>) -> Result<SyncParams<T>, E> {
-        Ok(SyncParams {
-            base: self.base.map_config(f)?,
-            lease: self.lease,
-            operations: self.operations,
-            minimum_timeout_ms: self.minimum_timeout_ms,
-        })
-    }
-}
+map_config!(base SyncParams { lease, operations, minimum_timeout_ms });
 
 /// Params of `environmentSyncIn`.
 pub type SyncInParams<C = JsonObject> = SyncParams<C>;

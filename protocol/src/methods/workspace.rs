@@ -48,20 +48,7 @@ pub struct RealizeWorkspaceParams<C = JsonObject> {
     pub workspace: WorkspaceSpec,
 }
 
-impl<C> RealizeWorkspaceParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<RealizeWorkspaceParams<T>, E> {
-        Ok(RealizeWorkspaceParams {
-            base: self.base.map_config(f)?,
-            lease: self.lease,
-            workspace: self.workspace,
-        })
-    }
-}
+map_config!(base RealizeWorkspaceParams { lease, workspace });
 
 impl RealizeWorkspaceParams {
     /// Params for `workspace` in `lease`.
@@ -115,21 +102,7 @@ pub struct RunnerIngressEndpointParams<C = JsonObject> {
     pub path: String,
 }
 
-impl<C> RunnerIngressEndpointParams<C> {
-    /// The same params with the config mapped by `f` (the SDK parses the wire's JSON object
-    /// into a provider's typed config with it).
-    pub fn map_config<T, E>(
-        self,
-        f: impl FnOnce(C) -> Result<T, E>,
-    ) -> Result<RunnerIngressEndpointParams<T>, E> {
-        Ok(RunnerIngressEndpointParams {
-            base: self.base.map_config(f)?,
-            lease: self.lease,
-            port: self.port,
-            path: self.path,
-        })
-    }
-}
+map_config!(base RunnerIngressEndpointParams { lease, port, path });
 
 impl RunnerIngressEndpointParams {
     /// Params for `port` and `path` in `lease`.

@@ -64,6 +64,8 @@ impl SandboxProvider for P {
     async fn execute(&self, _: ExecuteParams, _: Context) -> HookResult<ExecuteResult> {
         Ok(ExecuteResult::exited(0))
     }
+    // The raw config object, not the manifest's config type.
+    type Config = JsonObject;
 }
 
 fn main() {
