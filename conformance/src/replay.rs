@@ -89,6 +89,7 @@ fn recorded_digest(recorded: &HashMap<Id, Reply>, id: &Id) -> Value {
     let loose = |i: &Id| match i {
         Id::Number(n) => n.to_string(),
         Id::String(s) => s.clone(),
+        other => other.to_string(),
     };
     if recorded.keys().any(|other| loose(other) == loose(id)) {
         return digest(&Reply::WrongIdType { sent: id.to_value(), got: Value::Null });

@@ -234,8 +234,9 @@ impl Context {
     ) -> Result<M::Result, ErrorObject> {
         let params = serde_json::to_value(params).map_err(ErrorObject::invalid_params)?;
         let result = self.call_host(M::NAME, params).await?;
-        serde_json::from_value(result).map_err(|e| {
-            ErrorObject::invalid_params(format_args!("{} result from the host: {e}", M::NAME))
+        crate::error::params_from_value(result).map_err(|e| {
+            let detail = e.message.strip_prefix("Invalid params: ").unwrap_or(&e.message);
+            ErrorObject::invalid_params(format_args!("{} result from the host: {detail}", M::NAME))
         })
     }
 

@@ -160,10 +160,86 @@ impl From<io::Error> for ProviderError {
 }
 
 impl From<serde_json::Error> for ProviderError {
-    /// `-32002` with the JSON error's text.
+    /// `-32002` with the JSON error described without quoting any value
+    /// ([`describe_json_error`]).
     fn from(e: serde_json::Error) -> Self {
-        ProviderError::worker(e.to_string())
+        ProviderError::worker(describe_json_error(&e))
     }
+}
+
+/// What went wrong in a `serde_json` error, in words that never quote a value.
+///
+/// `serde_json`'s own text quotes what it found (`invalid type: string "<secret>", expected
+/// a map`), and params carry configs with resolved secrets. This keeps the kind of problem
+/// and the expected type: `invalid type: expected a map, found a string`, `invalid value:
+/// expected u32`, `unknown variant, expected one of …`, `missing field `lease``, and drops
+/// positions. A custom message is kept only when it quotes nothing.
+pub fn describe_json_error(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    // serde_json appends " at line L column C" to errors with a position.
+    let text = match text.rfind(" at line ") {
+        Some(i) if text[i..].contains(" column ") => &text[..i],
+        _ => &text[..],
+    };
+    let expected = |rest: &str| rest.split_once(", expected ").map(|(_, e)| e.to_owned());
+    if let Some(rest) = text.strip_prefix("invalid type: ") {
+        let found = rest.split([' ', ',']).next().unwrap_or("value");
+        return match expected(rest) {
+            Some(e) => format!("invalid type: expected {e}, found {}", with_article(found)),
+            None => "invalid type".to_owned(),
+        };
+    }
+    if let Some(rest) = text.strip_prefix("invalid value: ") {
+        return match expected(rest) {
+            Some(e) => format!("invalid value: expected {e}"),
+            None => "invalid value".to_owned(),
+        };
+    }
+    if let Some(rest) = text.strip_prefix("unknown variant ") {
+        return match expected(rest) {
+            Some(e) => format!("unknown variant, expected {e}"),
+            None => "unknown variant".to_owned(),
+        };
+    }
+    if text.starts_with("unknown field ") {
+        return match expected(text) {
+            Some(e) => format!("unknown field, expected {e}"),
+            None => "unknown field".to_owned(),
+        };
+    }
+    let schema_named = ["missing field `", "duplicate field `", "invalid length "];
+    if schema_named.iter().any(|p| text.starts_with(p)) {
+        // Field names come from the schema; a length is not a value.
+        return text.to_owned();
+    }
+    if text.contains(['"', '`', '\'']) {
+        return "invalid value".to_owned();
+    }
+    text.to_owned()
+}
+
+fn with_article(kind: &str) -> String {
+    match kind {
+        "null" | "unit" => kind.to_owned(),
+        k if k.starts_with(['a', 'e', 'i', 'o', 'u']) => format!("an {k}"),
+        k => format!("a {k}"),
+    }
+}
+
+/// Deserializes `value` as `T`; on failure, the `-32602` answer names the path of the bad
+/// field and what was expected, never the value found ([`describe_json_error`]).
+pub(crate) fn params_from_value<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+) -> Result<T, ErrorObject> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let what = describe_json_error(e.inner());
+        if path == "." || path.is_empty() {
+            ErrorObject::invalid_params(what)
+        } else {
+            ErrorObject::invalid_params(format_args!("{path}: {what}"))
+        }
+    })
 }
 
 impl From<String> for ProviderError {
@@ -197,6 +273,57 @@ mod tests {
         let e: ProviderError = io::Error::new(io::ErrorKind::NotFound, "no such box").into();
         assert_eq!((e.code(), e.message()), (-32002, "no such box"));
         assert_eq!(e.to_string(), "no such box (code -32002)");
+    }
+
+    #[test]
+    fn json_errors_name_the_path_and_type_never_the_value() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct P {
+            config: serde_json::Map<String, serde_json::Value>,
+            mode: Option<u32>,
+            kind: Option<Kind>,
+            items: Option<Vec<u8>>,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        enum Kind {
+            File,
+        }
+        let cases = [
+            (
+                json!({"config": "SENTINEL-1"}),
+                "Invalid params: config: invalid type: expected a map, found a string",
+            ),
+            (
+                json!({"config": {}, "mode": 4_294_967_296u64}),
+                "Invalid params: mode: invalid value: expected u32",
+            ),
+            (
+                json!({"config": {}, "mode": -7}),
+                "Invalid params: mode: invalid value: expected u32",
+            ),
+            (
+                json!({"config": {}, "kind": "SENTINEL-2"}),
+                "Invalid params: kind: unknown variant, expected `File`",
+            ),
+            (
+                json!({"config": {}, "items": [1, "SENTINEL-3"]}),
+                "Invalid params: items[1]: invalid type: expected u8, found a string",
+            ),
+            (json!({"mode": 1}), "Invalid params: missing field `config`"),
+            (
+                json!("SENTINEL-4"),
+                "Invalid params: invalid type: expected struct P, found a string",
+            ),
+        ];
+        for (value, want) in cases {
+            let err = params_from_value::<P>(value.clone()).unwrap_err();
+            assert_eq!(err.message, want, "{value}");
+            assert!(!err.message.contains("SENTINEL"));
+        }
+        let serde_err = serde_json::from_str::<u32>("\"SENTINEL-5\"").unwrap_err();
+        let e = ProviderError::from(serde_err);
+        assert_eq!(e.message(), "invalid type: expected u32, found a string");
     }
 
     #[test]

@@ -91,9 +91,11 @@
 //!   thread (use `tokio::task::spawn_blocking` for blocking work, as in any async code).
 //! * **Errors carry no free-form data** ([`ProviderError`]).
 //! * **Ending.** `shutdown` is answered, flushed, in-flight contexts are cancelled (hooks get
-//!   [`Worker::shutdown_grace`] to end and kill what they started) and the
-//!   process exits 0; stdin EOF drains in-flight requests, flushes and exits 0; on Linux the
-//!   worker also dies with its parent.
+//!   [`Worker::shutdown_grace`] to end and kill what they started) and the process exits 0.
+//!   When the host is gone (stdin EOF, `EPIPE` on stdout) or `SIGTERM`/`SIGINT` arrives
+//!   (on Linux the worker gets `SIGTERM` when its parent dies), the same shutdown runs without
+//!   an answer. Either way every command started with [`process::LocalCommand`] ends, and
+//!   those commands die with the worker even if it is killed ([`process`]).
 //!
 //! [`testing`] drives a provider in process ([`testing::TestClient`]) or as a spawned binary
 //! ([`testing::WorkerProcess`]).
@@ -284,9 +286,10 @@ impl Worker {
         self
     }
 
-    /// After `shutdown`: how long cancelled in-flight hooks get to end before the worker exits
-    /// (default 2 s; the host waits 10 s for the exit). Hooks should watch
-    /// [`Context::cancellation`] and kill what they started.
+    /// After `shutdown` (or stdin EOF, a closed stdout, `SIGTERM`/`SIGINT`): how long
+    /// cancelled in-flight hooks get to end before the worker exits (default 2 s; the host
+    /// waits 10 s for the exit). Hooks should watch [`Context::cancellation`] and kill what
+    /// they started.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.config.shutdown_grace = grace;
         self
@@ -319,7 +322,18 @@ impl Worker {
         runtime::stdout_guard::exit_with_parent();
         let reader = runtime::stdio::ProtocolReader::new(input)?;
         let writer = runtime::stdio::ProtocolWriter::new(out)?;
-        let end = self.serve(reader, writer).await?;
+        // SIGTERM (also what the worker gets when its parent dies) and SIGINT run the same
+        // shutdown as the `shutdown` request.
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+        let stop = async move {
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+                _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+            }
+        };
+        let end =
+            runtime::serve::serve_until(self.handler, self.config, reader, writer, stop).await?;
         tracing::debug!(?end, "worker done; exiting");
         // Exit now: a blocking stdin reader thread (non-pipe input) would otherwise hold the
         // runtime open.

@@ -193,7 +193,7 @@ where
         // the reader's position, or success where only the text reader fails (a duplicate key).
         Err(_) => {
             let value = params.map_or_else(|| json!({}), raw_to_value);
-            serde_json::from_value(value).map_err(ErrorObject::invalid_params)?
+            crate::error::params_from_value(value)?
         }
     };
     let result = hook(params).await.map_err(|e| e.to_error_object(name))?;

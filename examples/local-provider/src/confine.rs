@@ -12,9 +12,10 @@
 //!   points).
 //!
 //! The returned path has the lease directory's canonical form as prefix and no symlink in its
-//! existing part, so later operations do not go through a link again. Races with processes
-//! that change the lease while a request runs are out of scope: such processes already run as
-//! the worker's user (see the crate docs).
+//! existing part. This check gives clear refusals early; it is not what makes a sync or a
+//! command safe against a process that changes the lease while the request runs: the path is
+//! then opened beneath the lease's directory descriptor without following symlinks
+//! ([`crate::beneath`]).
 
 use std::io;
 use std::path::{Component, Path, PathBuf};

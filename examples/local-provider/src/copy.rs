@@ -8,7 +8,10 @@
 //! - **Directories are destroy-then-replace** (not atomic): the target is removed, recreated
 //!   `0700`, filled, then given the source directory's permission bits.
 //! - **Modes.** A mapping's `mode` applies to every file it writes, files inside directory
-//!   mappings included; without it a file keeps its source permission bits (`& 0o777`).
+//!   mappings included; without it a file keeps its source permission bits. Only the
+//!   permission bits (`0o777`) are ever applied: setuid, setgid and sticky never are.
+//!   Directories keep their source's bits masked by [`CopyOptions::dir_mode_mask`] (a syncOut
+//!   never gives a host directory setgid, sticky or world-writable bits from the sandbox).
 //! - **Symlinks** follow tar's `-h`: when not following, a link is recreated as a link (atomically,
 //!   like a file) and never entered; when following, its target is copied. Following refuses
 //!   dangling links and directory cycles, and, with [`CopyOptions::links_confined_to`], any
@@ -27,6 +30,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::beneath::Anchor;
 use crate::error::{ErrorKind, LocalError, Result};
 use crate::glob::Excludes;
 
@@ -49,6 +53,13 @@ pub struct CopyOptions<'a> {
     pub links_confined_to: Option<&'a Path>,
     /// Set to stop the copy; it then fails with [`ErrorKind::Timeout`].
     pub abort: &'a AtomicBool,
+    /// The bits of a source directory's mode its copy may get (at most `0o777`).
+    pub dir_mode_mask: u32,
+}
+
+/// The mode a copied file gets: the mapping's, or the source's, permission bits only.
+fn file_mode(opts: &CopyOptions<'_>, source_mode: u32) -> u32 {
+    opts.mode.unwrap_or(source_mode) & 0o777
 }
 
 /// What a mapping transferred.
@@ -220,7 +231,7 @@ pub fn copy_file_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resu
             src.display()
         )));
     }
-    let bytes = replace_file(src, dst, opts.mode.unwrap_or(meta.mode() & 0o777), opts)?;
+    let bytes = replace_file(src, dst, file_mode(opts, meta.mode()), opts)?;
     Ok(Transfer { files: 1, bytes })
 }
 
@@ -235,7 +246,12 @@ pub fn copy_dir_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resul
         )));
     }
     let src_canon = src.canonicalize().map_err(|e| io_at("resolve", src, e))?;
-    if dst.starts_with(&src_canon) || src_canon.starts_with(dst) {
+    // An anchored target (`/proc/self/fd/<n>/<name>`) is compared by its real path.
+    let dst_real = match (dst.parent().and_then(|p| p.canonicalize().ok()), dst.file_name()) {
+        (Some(parent), Some(name)) => parent.join(name),
+        _ => dst.to_path_buf(),
+    };
+    if dst_real.starts_with(&src_canon) || src_canon.starts_with(&dst_real) {
         return Err(LocalError::invalid(format!(
             "directory mapping {} -> {} overlaps itself",
             src.display(),
@@ -245,10 +261,16 @@ pub fn copy_dir_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resul
     remove_existing(dst)?;
     create_parents(dst)?;
     fs::DirBuilder::new().mode(0o700).create(dst).map_err(|e| io_at("create directory", dst, e))?;
+    // From here on, the new directory is reached through its descriptor only: if a process
+    // in the lease swaps it for a symlink, nothing follows that.
+    let dst_dir = Anchor::open_nofollow(dst).map_err(|e| io_at("open directory", dst, e))?;
+    let src_dir = Anchor::open_nofollow(src).ok();
+    let src_path = src_dir.as_ref().map_or_else(|| src.to_path_buf(), Anchor::path);
     let mut total = Transfer::default();
     let mut ancestors = vec![(root_meta.dev(), root_meta.ino())];
-    copy_tree(src, dst, "", opts, &mut ancestors, &mut total)?;
-    fs::set_permissions(dst, fs::Permissions::from_mode(root_meta.mode() & 0o7777))
+    copy_tree(&src_path, &dst_dir.path(), "", opts, &mut ancestors, &mut total)?;
+    dst_dir
+        .chmod(root_meta.mode() & opts.dir_mode_mask & 0o777)
         .map_err(|e| io_at("chmod", dst, e))?;
     Ok(total)
 }
@@ -283,7 +305,8 @@ fn copy_tree(
         }
         let (from, to) = (src.join(&name), dst.join(&name));
         let mut meta = fs::symlink_metadata(&from).map_err(|e| io_at("stat", &from, e))?;
-        if meta.file_type().is_symlink() {
+        let is_link = meta.file_type().is_symlink();
+        if is_link {
             if !opts.follow_symlinks {
                 replace_link(&from, &to)?;
                 total.files += 1;
@@ -303,14 +326,23 @@ fn copy_tree(
                 .mode(0o700)
                 .create(&to)
                 .map_err(|e| io_at("create directory", &to, e))?;
+            // Enter both directories through descriptors opened without following a
+            // symlink (a followed link is entered by its resolved path, checked above).
+            let to_dir = Anchor::open_nofollow(&to).map_err(|e| io_at("open directory", &to, e))?;
+            let from_dir = if is_link {
+                None
+            } else {
+                Some(Anchor::open_nofollow(&from).map_err(|e| io_at("open directory", &from, e))?)
+            };
+            let from_path = from_dir.as_ref().map_or_else(|| from.clone(), Anchor::path);
             ancestors.push(id);
-            copy_tree(&from, &to, &child_rel, opts, ancestors, total)?;
+            copy_tree(&from_path, &to_dir.path(), &child_rel, opts, ancestors, total)?;
             ancestors.pop();
-            fs::set_permissions(&to, fs::Permissions::from_mode(meta.mode() & 0o7777))
+            to_dir
+                .chmod(meta.mode() & opts.dir_mode_mask & 0o777)
                 .map_err(|e| io_at("chmod", &to, e))?;
         } else if meta.is_file() {
-            total.bytes +=
-                replace_file(&from, &to, opts.mode.unwrap_or(meta.mode() & 0o777), opts)?;
+            total.bytes += replace_file(&from, &to, file_mode(opts, meta.mode()), opts)?;
             total.files += 1;
         } else {
             tracing::debug!(path = %from.display(), "skipping a special file");

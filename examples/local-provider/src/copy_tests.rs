@@ -27,7 +27,14 @@ fn fixture() -> Fixture {
 }
 
 fn opts<'a>(excludes: &'a Excludes, abort: &'a AtomicBool) -> CopyOptions<'a> {
-    CopyOptions { mode: None, excludes, follow_symlinks: false, links_confined_to: None, abort }
+    CopyOptions {
+        mode: None,
+        excludes,
+        follow_symlinks: false,
+        links_confined_to: None,
+        abort,
+        dir_mode_mask: 0o777,
+    }
 }
 
 fn mode_of(p: &Path) -> u32 {

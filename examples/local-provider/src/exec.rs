@@ -29,6 +29,7 @@ pub use paperclip_sandbox_sdk::process::{
     signal_name, CommandOutput, OutputSink, DEFAULT_DRAIN_AFTER_EXIT,
 };
 
+use crate::beneath::{Anchor, Resolve};
 use crate::confine::{confine, Leaf};
 use crate::error::{LocalError, Result};
 
@@ -125,6 +126,22 @@ where
     if !cwd.is_dir() {
         return Err(LocalError::invalid(format!("cwd {} is not a directory", cwd.display())));
     }
+    // The check above is a moment in time: the command starts in the directory opened
+    // beneath the lease (symlinks that stay inside are followed, none that leave), by its
+    // descriptor, so a directory swapped for a symlink meanwhile cannot move it out.
+    let rel = cwd.strip_prefix(&lease_canon).unwrap_or(Path::new(""));
+    let cwd_dir = Anchor::open(&lease_canon)
+        .and_then(|lease| lease.dir_beneath(rel, Resolve::Beneath, false))
+        .map_err(|e| {
+            if crate::beneath::is_refusal(&e) {
+                LocalError::new(
+                    crate::error::ErrorKind::Confinement,
+                    "cwd leaves the lease directory through a symlink",
+                )
+            } else {
+                LocalError::io("open cwd in the lease", e)
+            }
+        })?;
     let tmp = lease_canon.join(".tmp");
     if let Err(e) = std::fs::create_dir_all(&tmp) {
         tracing::warn!(error = %e, "cannot create the lease's TMPDIR");
@@ -132,7 +149,7 @@ where
 
     let mut cmd = LocalCommand::new(&req.command);
     cmd.args(&req.args)
-        .current_dir(&cwd)
+        .current_dir(cwd_dir.path())
         .env_clear()
         .envs(base_env(&lease_canon))
         .envs(&req.env)
@@ -148,7 +165,9 @@ where
             groups.register(&lease_canon, pgid);
         }
     };
-    match cmd.run(sink, cancel, on_spawn).await {
+    let ran = cmd.run(sink, cancel, on_spawn).await;
+    drop(cwd_dir);
+    match ran {
         Ok(out) => Ok(out),
         Err(e) => match CommandOutput::from_spawn_error(cmd.get_program(), &e) {
             Some(out) => {

@@ -63,16 +63,14 @@ impl Glob {
                 '?' => tokens.push(Token::AnyChar),
                 '\\' => {
                     i += 1;
-                    let c = *chars.get(i).ok_or_else(|| {
-                        LocalError::invalid(format!("exclude pattern {pattern:?} ends with `\\`"))
-                    })?;
+                    let c = *chars
+                        .get(i)
+                        .ok_or_else(|| LocalError::invalid("the exclude pattern ends with `\\`"))?;
                     tokens.push(Token::Char(c));
                 }
                 '[' => {
                     let (token, next) = parse_class(&chars, i).ok_or_else(|| {
-                        LocalError::invalid(format!(
-                            "exclude pattern {pattern:?} has an unterminated `[`"
-                        ))
+                        LocalError::invalid("the exclude pattern has an unterminated `[`")
                     })?;
                     tokens.push(token);
                     i = next;
@@ -86,12 +84,64 @@ impl Glob {
     }
 
     /// True when the whole of `text` matches the pattern.
+    ///
+    /// Iterative dynamic programming over (token, position), no recursion: time and memory are
+    /// O(tokens × characters) whatever the pattern, and the stack stays flat.
     pub fn matches(&self, text: &str) -> bool {
         let text: Vec<char> = text.chars().collect();
-        let width = text.len() + 1;
-        // failed[t * width + s]: tokens[t..] are known not to match text[s..].
-        let mut failed = vec![false; (self.tokens.len() + 1) * width];
-        match_from(&self.tokens, &text, 0, 0, &mut failed, width)
+        let n = text.len();
+        // next[s]: tokens[t + 1..] match text[s..]; cur[s]: tokens[t..] match text[s..].
+        let mut next = vec![false; n + 1];
+        next[n] = true;
+        let mut cur = vec![false; n + 1];
+        for token in self.tokens.iter().rev() {
+            match token {
+                Token::Char(c) => {
+                    for s in 0..=n {
+                        cur[s] = s < n && text[s] == *c && next[s + 1];
+                    }
+                }
+                Token::AnyChar => {
+                    for s in 0..=n {
+                        cur[s] = s < n && text[s] != '/' && next[s + 1];
+                    }
+                }
+                Token::Class { negated, ranges } => {
+                    for s in 0..=n {
+                        cur[s] = s < n
+                            && {
+                                let c = text[s];
+                                c != '/'
+                                    && ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated
+                            }
+                            && next[s + 1];
+                    }
+                }
+                Token::Star => {
+                    cur[n] = next[n];
+                    for s in (0..n).rev() {
+                        cur[s] = next[s] || (text[s] != '/' && cur[s + 1]);
+                    }
+                }
+                Token::DoubleStar => {
+                    cur[n] = next[n];
+                    for s in (0..n).rev() {
+                        cur[s] = next[s] || cur[s + 1];
+                    }
+                }
+                Token::DoubleStarSlash => {
+                    // Nothing, or anything up to and including a `/`.
+                    let mut after_slash = false;
+                    cur[n] = next[n];
+                    for s in (0..n).rev() {
+                        after_slash |= text[s] == '/' && next[s + 1];
+                        cur[s] = next[s] || after_slash;
+                    }
+                }
+            }
+            std::mem::swap(&mut cur, &mut next);
+        }
+        next[0]
     }
 }
 
@@ -130,68 +180,43 @@ fn parse_class(chars: &[char], start: usize) -> Option<(Token, usize)> {
     }
 }
 
-fn match_from(
-    tokens: &[Token],
-    text: &[char],
-    t: usize,
-    s: usize,
-    failed: &mut [bool],
-    width: usize,
-) -> bool {
-    if failed[t * width + s] {
-        return false;
-    }
-    let ok = match tokens.get(t) {
-        None => s == text.len(),
-        Some(Token::Char(c)) => {
-            text.get(s) == Some(c) && match_from(tokens, text, t + 1, s + 1, failed, width)
-        }
-        Some(Token::AnyChar) => {
-            text.get(s).is_some_and(|&c| c != '/')
-                && match_from(tokens, text, t + 1, s + 1, failed, width)
-        }
-        Some(Token::Class { negated, ranges }) => {
-            text.get(s).is_some_and(|&c| {
-                c != '/' && ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated
-            }) && match_from(tokens, text, t + 1, s + 1, failed, width)
-        }
-        Some(Token::Star) => (s..=text.len())
-            .take_while(|&e| e == s || text[e - 1] != '/')
-            .any(|e| match_from(tokens, text, t + 1, e, failed, width)),
-        Some(Token::DoubleStar) => {
-            (s..=text.len()).any(|e| match_from(tokens, text, t + 1, e, failed, width))
-        }
-        Some(Token::DoubleStarSlash) => {
-            match_from(tokens, text, t + 1, s, failed, width)
-                || (s..text.len())
-                    .filter(|&e| text[e] == '/')
-                    .any(|e| match_from(tokens, text, t + 1, e + 1, failed, width))
-        }
-    };
-    if !ok {
-        failed[t * width + s] = true;
-    }
-    ok
-}
-
 /// A list of exclude patterns, applied like `tar --exclude` (see the module docs).
 #[derive(Debug, Clone, Default)]
 pub struct Excludes {
     globs: Vec<Glob>,
 }
 
+/// The most exclude patterns one mapping may carry.
+pub const MAX_PATTERNS: usize = 1024;
+
+/// The longest exclude pattern, in bytes.
+pub const MAX_PATTERN_LEN: usize = 4096;
+
 impl Excludes {
-    /// Compile every pattern; empty patterns are ignored.
+    /// Compile every pattern; empty patterns are ignored. More than [`MAX_PATTERNS`] patterns,
+    /// or one longer than [`MAX_PATTERN_LEN`] bytes, is an invalid-params error (the pattern
+    /// is named by its index, never quoted).
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self> {
+        if patterns.len() > MAX_PATTERNS {
+            return Err(LocalError::invalid(format!(
+                "exclude has {} patterns; at most {MAX_PATTERNS} are allowed",
+                patterns.len()
+            )));
+        }
+        if let Some(i) = patterns.iter().position(|p| p.as_ref().len() > MAX_PATTERN_LEN) {
+            return Err(LocalError::invalid(format!(
+                "exclude[{i}] is longer than {MAX_PATTERN_LEN} bytes"
+            )));
+        }
         let mut globs = Vec::new();
-        for p in patterns {
+        for (i, p) in patterns.iter().enumerate() {
             let mut p = p.as_ref();
             while let Some(rest) = p.strip_prefix("./") {
                 p = rest;
             }
             let p = p.trim_end_matches('/');
             if !p.is_empty() {
-                globs.push(Glob::new(p)?);
+                globs.push(Glob::new(p).map_err(|e| e.context(format!("exclude[{i}]")))?);
             }
         }
         Ok(Self { globs })
@@ -257,6 +282,38 @@ mod tests {
         assert!(!m("[/]", "/"));
         assert!(Glob::new("[abc").is_err());
         assert!(Glob::new("abc\\").is_err());
+    }
+
+    #[test]
+    fn long_patterns_do_not_recurse_and_limits_are_invalid_params() {
+        // 4,000 `**/` tokens recursed once per token in the old matcher and overflowed the
+        // stack; the iterative matcher runs them in flat stack.
+        let deep = "*/".repeat(2000) + "x";
+        let g = Glob::new(&deep).unwrap();
+        assert!(!g.matches("a/b/x"));
+        let stack = std::thread::Builder::new().stack_size(64 * 1024);
+        let matched = stack.spawn(move || g.matches(&"a/".repeat(2000).add_x())).unwrap();
+        assert!(matched.join().unwrap());
+        let too_long = vec!["**/".repeat(4000)];
+        let e = Excludes::new(&too_long).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::InvalidParams);
+        assert!(!e.message.contains("**/"), "the pattern is not quoted: {}", e.message);
+        let too_many = vec!["x"; MAX_PATTERNS + 1];
+        assert_eq!(
+            Excludes::new(&too_many).unwrap_err().kind,
+            crate::error::ErrorKind::InvalidParams
+        );
+        let e = Excludes::new(&["ok", "bad[secret"]).unwrap_err();
+        assert!(e.message.contains("exclude[1]") && !e.message.contains("secret"), "{}", e.message);
+    }
+
+    trait AddX {
+        fn add_x(self) -> String;
+    }
+    impl AddX for String {
+        fn add_x(self) -> String {
+            self + "x"
+        }
     }
 
     #[test]

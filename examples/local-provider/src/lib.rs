@@ -24,6 +24,7 @@
 //! a lease, however, run as that same user with no further isolation: the local provider is a
 //! development and conformance tool, not a security boundary against the code it executes.
 
+pub mod beneath;
 pub mod config;
 pub mod confine;
 pub mod copy;

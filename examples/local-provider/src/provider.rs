@@ -295,7 +295,12 @@ impl LocalProvider {
             .map_err(|e| LocalError::invalid(e.to_string()))?;
         let store = LeaseStore::open(&cfg.resolved_root(), self.groups.clone())?;
         let dir = store.active_dir(lease_id(&params.lease)?)?;
-        let ops = params.operations.iter().map(to_core_operation).collect::<Result<Vec<_>>>()?;
+        let ops = params
+            .operations
+            .iter()
+            .enumerate()
+            .map(to_core_operation)
+            .collect::<Result<Vec<_>>>()?;
         let results =
             sync::sync(direction, &dir, ops, Duration::from_millis(timeout_ms), &self.groups)
                 .await?;
@@ -314,9 +319,18 @@ impl LocalProvider {
     }
 }
 
-fn to_core_operation(op: &psync::SyncOperation) -> Result<SyncOperation> {
+/// The largest `mode` a mapping may carry: POSIX permission bits with setuid, setgid and
+/// sticky (which are accepted but never applied).
+pub const MAX_MODE: u32 = 0o7777;
+
+fn to_core_operation((i, op): (usize, &psync::SyncOperation)) -> Result<SyncOperation> {
     let mut files = Vec::with_capacity(op.files.len());
-    for f in &op.files {
+    for (j, f) in op.files.iter().enumerate() {
+        if f.mode.is_some_and(|m| m > MAX_MODE) {
+            return Err(LocalError::invalid(format!(
+                "operations[{i}].files[{j}].mode must be POSIX permission bits (0 to 0o7777)"
+            )));
+        }
         let kind = match f.kind {
             psync::MappingKind::File => MappingKind::File,
             psync::MappingKind::Directory => MappingKind::Directory,

@@ -29,6 +29,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::beneath::{Anchor, Resolve};
 use crate::confine::{confine, is_lease_root, Leaf};
 use crate::copy::{copy_dir_mapping, copy_file_mapping, CopyOptions, Transfer};
 use crate::error::{ErrorKind, LocalError, Result};
@@ -221,6 +222,31 @@ async fn run_operations(
     Ok(results)
 }
 
+/// `path` (confined, canonical, below `lease`) as its parent relative to the lease and its
+/// last component.
+fn split_in_lease<'a>(lease: &Path, path: &'a Path) -> Result<(&'a Path, &'a std::ffi::OsStr)> {
+    let rel = path.strip_prefix(lease).map_err(|_| {
+        LocalError::new(ErrorKind::Confinement, "the path is outside the lease directory")
+    })?;
+    match (rel.parent(), rel.file_name()) {
+        (Some(parent), Some(name)) => Ok((parent, name)),
+        _ => Err(LocalError::new(ErrorKind::Confinement, "the path names the lease directory")),
+    }
+}
+
+/// A failed resolution beneath the lease: a refusal (a symlink or an escape on the way) is a
+/// confinement error.
+fn beneath_error(what: &str, e: std::io::Error) -> LocalError {
+    if crate::beneath::is_refusal(&e) {
+        LocalError::new(
+            ErrorKind::Confinement,
+            format!("{what} goes through a symlink or leaves the lease directory"),
+        )
+    } else {
+        LocalError::io(format!("resolve {what} in the lease"), e)
+    }
+}
+
 fn require_absolute(path: &Path, what: &str) -> Result<()> {
     if !path.is_absolute() {
         return Err(LocalError::invalid(format!("{what} {} is not absolute", path.display())));
@@ -241,7 +267,12 @@ async fn transfer(
     mapping: FileMapping,
     abort: Arc<AtomicBool>,
 ) -> Result<Transfer> {
-    let (source, target, links_confined_to) = match direction {
+    // The path checks above are only as good as the moment they ran; the copy then goes
+    // through directory descriptors opened beneath the lease without following any symlink
+    // ([`crate::beneath`]), so a process flipping a directory into a symlink cannot move the
+    // copy outside.
+    let lease_dir = Anchor::open(lease).map_err(|e| LocalError::io("open the lease", e))?;
+    let (source, target, links_confined_to, anchor) = match direction {
         Direction::In => {
             require_absolute(&mapping.source_path, "sourcePath")?;
             let target = confine(lease, &mapping.target_path, Leaf::NoFollow)?;
@@ -251,14 +282,33 @@ async fn transfer(
                     "targetPath must be below the lease directory, not the lease directory itself",
                 ));
             }
-            (mapping.source_path.clone(), target, None)
+            let (parent, name) = split_in_lease(lease, &target)?;
+            let anchor = lease_dir
+                .dir_beneath(parent, Resolve::NoSymlinks, true)
+                .map_err(|e| beneath_error("targetPath", e))?;
+            (mapping.source_path.clone(), anchor.path().join(name), None, anchor)
         }
         Direction::Out => {
             require_absolute(&mapping.target_path, "targetPath")?;
             let follow_leaf = mapping.kind == MappingKind::Directory || mapping.follow_symlinks;
             let leaf = if follow_leaf { Leaf::Follow } else { Leaf::NoFollow };
             let source = confine(lease, &mapping.source_path, leaf)?;
-            (source, mapping.target_path.clone(), Some(lease.to_path_buf()))
+            let (anchor, source) = if mapping.kind == MappingKind::Directory {
+                let rel = source.strip_prefix(lease).unwrap_or(Path::new(""));
+                let anchor = lease_dir
+                    .dir_beneath(rel, Resolve::NoSymlinks, false)
+                    .map_err(|e| beneath_error("sourcePath", e))?;
+                let path = anchor.path();
+                (anchor, path)
+            } else {
+                let (parent, name) = split_in_lease(lease, &source)?;
+                let anchor = lease_dir
+                    .dir_beneath(parent, Resolve::NoSymlinks, false)
+                    .map_err(|e| beneath_error("sourcePath", e))?;
+                let path = anchor.path().join(name);
+                (anchor, path)
+            };
+            (source, mapping.target_path.clone(), Some(lease.to_path_buf()), anchor)
         }
     };
     let excludes = Excludes::new(&mapping.exclude)?;
@@ -269,11 +319,19 @@ async fn transfer(
             follow_symlinks: mapping.follow_symlinks,
             links_confined_to: links_confined_to.as_deref(),
             abort: &abort,
+            // Out of the sandbox, a directory never brings setgid, sticky or world-writable
+            // bits to the host.
+            dir_mode_mask: match direction {
+                Direction::In => 0o777,
+                Direction::Out => 0o775,
+            },
         };
-        match mapping.kind {
+        let copied = match mapping.kind {
             MappingKind::File => copy_file_mapping(&source, &target, &opts),
             MappingKind::Directory => copy_dir_mapping(&source, &target, &opts),
-        }
+        };
+        drop(anchor);
+        copied
     });
     task.await.map_err(|e| LocalError::new(ErrorKind::Io, format!("copy task failed: {e}")))?
 }

@@ -220,20 +220,25 @@ async fn a_notification_storm_is_absorbed_without_answers() {
 }
 
 #[tokio::test]
-async fn eof_drains_in_flight_requests_then_exits_zero() {
+async fn eof_cancels_in_flight_requests_answers_them_then_exits_zero() {
+    // Stdin EOF: the host is gone. The running command is ended (not waited for), its call is
+    // still answered, and the worker exits 0.
     let (mut w, _) = Wire::start().await;
     let lease = w.ok(json!(1), "environmentAcquireLease", w.params(json!({"runId": "r"}))).await;
     let params = w.params(
-        json!({"lease": lease, "command": "sh", "args": ["-c", "sleep 0.5; echo drained"]}),
+        json!({"lease": lease, "command": "sh", "args": ["-c", "echo started; sleep 30; echo late"]}),
     );
     w.send(
         &json!({"jsonrpc": "2.0", "id": 2, "method": "environmentExecute", "params": params})
             .to_string(),
     )
     .await;
+    let started = w.next().await.unwrap();
+    assert_eq!(started["method"], json!("execute.log"), "{started}");
     w.worker.close_stdin();
     let (_, resp) = w.until_response(&json!(2)).await;
-    assert_eq!(resp["result"]["stdout"], json!("drained\n"), "{resp}");
+    assert_eq!(resp["result"]["stdout"], json!("started\n"), "{resp}");
+    assert_eq!(resp["result"]["metadata"]["cancelled"], json!(true), "{resp}");
     assert_eq!(w.exit_code(LIVENESS).await, Some(0));
 }
 

@@ -313,7 +313,7 @@ impl ApiClient {
             return Err(ApiError::Status {
                 operation,
                 status: status.as_u16(),
-                detail: api_message(&bytes),
+                detail: api_message(&bytes).map(|m| shorten(&self.redact(&m))),
             });
         }
         Ok(bytes.to_vec())
@@ -328,8 +328,20 @@ impl ApiClient {
     ) -> Result<T, ApiError> {
         let operation = format!("{method} {path}");
         let bytes = self.send(method, path, body, timeout).await?;
-        serde_json::from_slice(&bytes)
-            .map_err(|e| ApiError::Decode { operation, reason: e.to_string() })
+        serde_json::from_slice(&bytes).map_err(|e| ApiError::Decode {
+            operation,
+            // serde's own text quotes what it found in the body, which an API may fill with
+            // the request's credentials.
+            reason: self.redact(&paperclip_sandbox_sdk::error::describe_json_error(&e)),
+        })
+    }
+
+    /// `text` (relayed from the API) with the configured API key replaced by `[REDACTED]`:
+    /// an API that echoes the bearer key in an error body must not put it into an error,
+    /// a diagnostic or a log line. Applied before any shortening, so no prefix of the key
+    /// survives a cut.
+    pub fn redact(&self, text: &str) -> String {
+        redact_secret(text, self.api_key.expose())
     }
 
     /// `GET /health`.
@@ -416,11 +428,24 @@ fn segment(s: &str) -> String {
     out
 }
 
-/// The API's `message` field, at most 200 characters.
+/// The API's `message` field (the caller redacts, then it is shortened to 200 characters by
+/// [`shorten`]).
 fn api_message(body: &[u8]) -> Option<String> {
     let value: Value = serde_json::from_slice(body).ok()?;
-    let message = value.get("message")?.as_str()?;
-    Some(message.chars().take(200).collect())
+    Some(value.get("message")?.as_str()?.to_owned())
+}
+
+/// At most 200 characters of `text`.
+fn shorten(text: &str) -> String {
+    text.chars().take(200).collect()
+}
+
+/// `text` with every occurrence of `secret` (when it is not empty) replaced by `[REDACTED]`.
+pub fn redact_secret(text: &str, secret: &str) -> String {
+    if secret.is_empty() {
+        return text.to_owned();
+    }
+    text.replace(secret, "[REDACTED]")
 }
 
 /// A transport error's kind, without the URL chain (the URL holds no secret, but keep
@@ -459,6 +484,16 @@ mod tests {
         assert!(e.is_refusal());
         assert_eq!(e.to_string(), "sandbox API answered 422 to POST /sandbox");
         assert_eq!(api_message(br#"{"message":"no"}"#).as_deref(), Some("no"));
+    }
+
+    #[test]
+    fn relayed_text_is_redacted_before_it_is_shortened() {
+        let key = "sk-live-0123456789";
+        let long = format!("{}{key}", "x".repeat(195));
+        let out = shorten(&redact_secret(&long, key));
+        assert!(!out.contains("sk-live"), "{out}");
+        assert_eq!(redact_secret("a sk-live-0123456789 b", key), "a [REDACTED] b");
+        assert_eq!(redact_secret("text", ""), "text");
     }
 
     #[test]

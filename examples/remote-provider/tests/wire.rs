@@ -141,3 +141,40 @@ async fn a_stuck_create_crosses_the_wire_as_an_envelope() {
     w.wait().await.unwrap();
     assert!(!w.stderr().contains(API_KEY));
 }
+
+/// An API that echoes the bearer key in its refusals: the binary, at `RUST_LOG=trace`, never
+/// relays the key in probe diagnostics, acquire or destroy errors, or its logs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_echoed_by_the_api_are_redacted_everywhere() {
+    let fake = FakeApi::start(Faults { echo_credentials: true, ..Faults::default() }).await;
+    let wrong = "sk-wrong-0f1e2d3c4b5a69788796a5b4";
+    let mut cfg = config(&fake);
+    cfg["apiKey"] = json!(wrong);
+    let mut w = spawn();
+    w.call(json!(1), "initialize", json!({"manifest": manifest(), "config": {}})).await.unwrap();
+    let mut answers = Vec::new();
+    answers.push(w.call(json!(2), "environmentProbe", base(&cfg)).await.unwrap());
+    answers.push(w.call(json!(3), "environmentAcquireLease", acquire_params(&cfg)).await.unwrap());
+    answers.push(
+        w.call(json!(4), "environmentDestroyLease", lease_params(&cfg, "sbx-9", json!({})))
+            .await
+            .unwrap(),
+    );
+    answers.push(
+        w.call(json!(5), "environmentStopLease", lease_params(&cfg, "sbx-9", json!({})))
+            .await
+            .unwrap(),
+    );
+    // The API did echo it.
+    assert!(fake.requests().iter().any(|r| r.status == Some(401)));
+    let probe = answers[0].to_string();
+    assert!(probe.contains("[REDACTED]") || probe.contains("401"), "{probe}");
+    w.close_stdin();
+    w.wait().await.unwrap();
+    let stderr = w.stderr();
+    assert!(stderr.contains("TRACE") || stderr.contains("DEBUG"), "trace logs captured");
+    for text in answers.iter().map(Value::to_string).chain([stderr]) {
+        assert!(!text.contains(wrong), "the key leaked: {text}");
+        assert!(!text.contains("sk-wrong"), "a prefix of the key leaked: {text}");
+    }
+}

@@ -64,22 +64,66 @@ const JSON_UNITS: [u8; 256] = {
 ///
 /// The host matches responses by strict equality, so an id must be echoed with its JSON type:
 /// numeric `7` is never answered as `"7"`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum Id {
     /// A numeric id (the host counts up from 1).
     Number(serde_json::Number),
     /// A string id (SDK tests use ids such as `"host-1"`).
     String(String),
+    /// A string id kept as its exact JSON text, quotes included, because it holds a lone
+    /// surrogate escape (`"a\ud800b"`): valid to JavaScript, not representable in a Rust
+    /// string. It is echoed byte for byte, so the host's strict comparison matches
+    /// ([`Id::verbatim`]).
+    #[serde(skip_deserializing)]
+    Verbatim(String),
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Id::Number(n) => n.serialize(serializer),
+            Id::String(s) => s.serialize(serializer),
+            Id::Verbatim(json) => {
+                let raw = serde_json::value::RawValue::from_string(json.clone())
+                    .map_err(serde::ser::Error::custom)?;
+                raw.serialize(serializer)
+            }
+        }
+    }
 }
 
 impl Id {
-    /// The id as a JSON value.
+    /// The id as a JSON value (a [`Id::Verbatim`] id with its lone surrogates as U+FFFD).
     pub fn to_value(&self) -> Value {
         match self {
             Id::Number(n) => Value::Number(n.clone()),
             Id::String(s) => Value::String(s.clone()),
+            Id::Verbatim(json) => replace_lone_surrogate_escapes(json)
+                .and_then(|fixed| serde_json::from_str(&fixed).ok())
+                .unwrap_or_else(|| Value::String(String::new())),
         }
+    }
+
+    /// The exact JSON text of a message's top-level `id` when it is a string, read without
+    /// decoding it (so lone surrogate escapes survive); `None` when the line is not an object,
+    /// has no string `id`, or repeats `id`.
+    pub fn verbatim_in_line(line: &str) -> Option<Id> {
+        #[derive(Deserialize)]
+        struct IdOnly<'a> {
+            #[serde(borrow)]
+            id: Option<&'a serde_json::value::RawValue>,
+        }
+        let only: IdOnly<'_> = serde_json::from_str(line).ok()?;
+        Id::verbatim(only.id?.get())
+    }
+
+    /// A string id from its exact JSON text (`"…"`, escapes as received), when that text is a
+    /// JSON string literal; lone surrogate escapes are allowed.
+    pub fn verbatim(json: &str) -> Option<Id> {
+        let raw: &serde_json::value::RawValue = serde_json::from_str(json).ok()?;
+        raw.get().starts_with('"').then(|| Id::Verbatim(raw.get().to_owned()))
     }
 
     /// Reads an id from a JSON value; `None` for anything but a number or a string.
@@ -121,6 +165,7 @@ impl fmt::Display for Id {
         match self {
             Id::Number(n) => write!(f, "{n}"),
             Id::String(s) => write!(f, "{}", Value::String(s.clone())),
+            Id::Verbatim(json) => f.write_str(json),
         }
     }
 }

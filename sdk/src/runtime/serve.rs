@@ -1,16 +1,25 @@
-//! The serve loop and its two endings (protocol.md A.4).
+//! The serve loop and its endings (protocol.md A.4).
 //!
 //! * `shutdown` (answered by [`super::builtin`]) ends the serve loop: [`ServeEnd::Shutdown`].
-//! * Stdin EOF ends reading; in-flight requests finish, their responses are flushed, pending
-//!   worker→host calls fail at once (no answer can come any more): [`ServeEnd::Eof`].
+//! * The host is gone when stdin reaches EOF ([`ServeEnd::Eof`]) or writing stdout fails
+//!   (`EPIPE`: [`ServeEnd::HostGone`]); a stdio worker also stops on `SIGTERM` or `SIGINT`
+//!   ([`ServeEnd::Signal`]), which is what it gets when its parent dies. Each of these runs
+//!   the same shutdown as the `shutdown` request, without an answer: every in-flight context
+//!   is cancelled at once, the provider's `shutdown` hook runs if listed, in-flight hooks get
+//!   [`RuntimeConfig::shutdown_grace`] to end (their answers are still written if the host
+//!   reads), pending worker→host calls fail at once (no answer can come any more), and every
+//!   process group the SDK's command runner started is ended
+//!   ([`end_all_groups`](crate::process::end_all_groups)). The serve loop then returns within
+//!   the grace, whatever the host does.
 
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
 use paperclip_sandbox_protocol::jsonrpc::{
-    parse_line_raw, replace_lone_surrogate_escapes, FrameError, ParseErrorDetail, RawMessage,
+    parse_line_raw, replace_lone_surrogate_escapes, FrameError, Id, ParseErrorDetail, RawMessage,
 };
+use paperclip_sandbox_protocol::methods::Method;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch, Semaphore};
 
@@ -50,16 +59,23 @@ impl Default for RuntimeConfig {
     }
 }
 
-/// Why the serve loop ended. Either way the process should exit with code 0.
+/// Why the serve loop ended. In every case the process should exit with code 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ServeEnd {
     /// The host sent `shutdown`; its answer is flushed, in-flight calls are cancelled.
     Shutdown,
-    /// Stdin reached EOF; every in-flight request was answered and flushed.
+    /// Stdin reached EOF: the host is gone. In-flight calls were cancelled and given the
+    /// shutdown grace.
     Eof,
+    /// Writing stdout failed (`EPIPE`): the host is gone. As for [`ServeEnd::Eof`].
+    HostGone,
+    /// The stop signal (`SIGTERM`/`SIGINT` for a stdio worker) arrived. As for
+    /// [`ServeEnd::Eof`].
+    Signal,
 }
 
-/// Serves `handler` over `reader`/`writer` until `shutdown` or EOF.
+/// Serves `handler` over `reader`/`writer` until `shutdown`, EOF or a failed write.
 ///
 /// Returns an error only when reading fails for a reason other than EOF.
 pub(crate) async fn serve<R, W>(
@@ -72,6 +88,22 @@ where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_until(handler, config, reader, writer, std::future::pending()).await
+}
+
+/// [`serve`], also ending ([`ServeEnd::Signal`]) when `stop_signal` completes.
+pub(crate) async fn serve_until<R, W>(
+    handler: Arc<dyn Handler>,
+    config: RuntimeConfig,
+    reader: R,
+    writer: W,
+    stop_signal: impl std::future::Future<Output = ()>,
+) -> io::Result<ServeEnd>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let mut stop_signal = std::pin::pin!(stop_signal);
     let (sink, writer_task) = spawn_writer(writer);
     let peer = Arc::new(Peer::new(sink.clone(), config.host_call_timeout));
     let (stop, mut stopped) = watch::channel(false);
@@ -93,6 +125,8 @@ where
         let frame = tokio::select! {
             biased;
             _ = stopped.wait_for(|s| *s) => break Ok(ServeEnd::Shutdown),
+            () = &mut stop_signal => break Ok(ServeEnd::Signal),
+            () = sink.closed() => break Ok(ServeEnd::HostGone),
             frame = lines.next_frame_ref() => frame,
         };
         let line = match frame {
@@ -106,12 +140,14 @@ where
             Err(e) => break Err(e),
         };
         let repaired: String;
+        let mut repaired_line = false;
         let parsed = match parse_line_raw(&line) {
             // A lone surrogate escape is JSON to the published SDK; read it as U+FFFD.
             Err(e @ FrameError::Parse(ParseErrorDetail::InvalidJson(_))) => {
                 match replace_lone_surrogate_escapes(&line) {
                     Some(fixed) => {
                         repaired = fixed;
+                        repaired_line = true;
                         parse_line_raw(&repaired).map_err(|_| e)
                     }
                     None => Err(e),
@@ -120,7 +156,18 @@ where
             other => other,
         };
         match parsed {
-            Ok(RawMessage::Request(request)) => dispatch_request(&shared, request, &drain),
+            Ok(RawMessage::Request(mut request)) => {
+                if repaired_line {
+                    // The repair changed the id's text if it held a lone surrogate: answer with
+                    // the id exactly as received, or the host would never match the answer.
+                    if let Some(id) = Id::verbatim_in_line(&line) {
+                        if id.to_string() != request.id.to_string() {
+                            request.id = id;
+                        }
+                    }
+                }
+                dispatch_request(&shared, request, &drain)
+            }
             Ok(RawMessage::Notification(note)) => {
                 let _ = notes.send(note.into_notification());
             }
@@ -143,19 +190,36 @@ where
         }
     };
 
+    if !matches!(end, Ok(ServeEnd::Shutdown)) {
+        tracing::info!(end = ?end.as_ref().ok(), "the host is gone or asked to stop; shutting down");
+    }
+    let deadline = tokio::time::Instant::now() + config.shutdown_grace;
     peer.close();
     drop(notes);
     drop(drain);
-    if matches!(end, Ok(ServeEnd::Shutdown)) {
-        // Every in-flight context is cancelled: give the hooks a bounded moment to observe it
-        // and clean up (kill the commands they started) before the process exits.
-        let _ = tokio::time::timeout(config.shutdown_grace, drained.recv()).await;
-    } else {
-        // EOF (or a read error): let every in-flight request finish and be answered.
-        let _ = drained.recv().await;
-        let _ = notes_task.await;
+    if !matches!(end, Ok(ServeEnd::Shutdown)) {
+        // The same shutdown as the request, without an answer: cancel first, so commands end
+        // at once, then the provider's hook.
+        shared.cancel.cancel();
+        if shared.implements(Method::Shutdown) {
+            let cx = shared.runtime_context(Method::Shutdown);
+            let hook = shared.call_hook(Method::Shutdown, None, cx);
+            if tokio::time::timeout_at(deadline, hook).await.is_err() {
+                tracing::warn!("the shutdown hook did not end within the grace");
+            }
+        }
     }
-    sink.flush().await;
+    // Every in-flight context is cancelled: give the hooks a bounded moment to observe it
+    // and clean up (kill the commands they started) before the process exits.
+    let _ = tokio::time::timeout_at(deadline, drained.recv()).await;
+    let _ = tokio::time::timeout_at(deadline, notes_task).await;
+    let ended = crate::process::end_all_groups();
+    if ended > 0 {
+        tracing::info!(ended, "ended the process groups still running");
+    }
+    // A host that stopped reading cannot hold the exit up.
+    let flush_by = deadline.max(tokio::time::Instant::now() + Duration::from_millis(200));
+    let _ = tokio::time::timeout_at(flush_by, sink.flush()).await;
     drop(writer_task);
     end
 }

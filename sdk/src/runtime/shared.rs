@@ -61,6 +61,19 @@ impl Shared {
         self.handler.implemented_methods().contains(&method.as_str())
     }
 
+    /// A context for a hook the runtime calls on its own (the `shutdown` hook when a signal,
+    /// stdin EOF or a closed stdout ends the worker): no request id, no invocation.
+    pub fn runtime_context(&self, method: Method) -> Context {
+        Context::new(
+            std::borrow::Cow::Borrowed(method.as_str()),
+            None,
+            None,
+            None,
+            self.cancel.token(),
+            self.peer.clone(),
+        )
+    }
+
     /// Calls a listed hook, turning a panic into `-32603`.
     pub async fn call_hook(
         &self,

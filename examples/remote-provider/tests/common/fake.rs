@@ -59,6 +59,9 @@ pub struct Faults {
     pub autodelete_status: u16,
     /// Accept any non-empty bearer token (the conformance harness plants its own key).
     pub accept_any_key: bool,
+    /// Every refusal echoes the `Authorization` header it got (as some APIs do in their 401
+    /// bodies).
+    pub echo_credentials: bool,
 }
 
 impl Default for Faults {
@@ -73,6 +76,7 @@ impl Default for Faults {
             autodelete_ignored: false,
             autodelete_status: 200,
             accept_any_key: false,
+            echo_credentials: false,
         }
     }
 }
@@ -281,6 +285,16 @@ async fn serve(
     });
     let response = if authorized {
         route(&state, &method, &path, &body).await
+    } else if state.lock().unwrap_or_else(|p| p.into_inner()).faults.echo_credentials {
+        let presented = headers
+            .iter()
+            .find(|(k, _)| k == "authorization")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        answer(
+            401,
+            json!({"message": format!("invalid credentials: {presented} is not a key of this account")}),
+        )
     } else {
         answer(401, json!({"message": "unauthorized"}))
     };

@@ -1,0 +1,530 @@
+//! Faults, judged on the real binary: the worker is signalled, killed, crashed, loses its
+//! stdin, its stdout closes or stalls; nothing it started may outlive it, and its memory stays
+//! bounded. Each test reads `/proc` only to judge the effect on its own processes.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_local-provider");
+const LIVENESS: Duration = Duration::from_secs(30);
+
+struct Raw {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Option<BufReader<ChildStdout>>,
+    root: tempfile::TempDir,
+}
+
+impl Raw {
+    async fn start() -> Raw {
+        Raw::start_logging(Stdio::null(), "debug").await
+    }
+
+    async fn start_logging(stderr: Stdio, level: &str) -> Raw {
+        let root = tempfile::tempdir().unwrap();
+        let mut child = Command::new(BIN)
+            .env("LOCAL_PROVIDER_ROOT", root.path())
+            .env("RUST_LOG", level)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().map(BufReader::new);
+        let mut w = Raw { child, stdin, stdout, root };
+        w.call(json!(1), "initialize", json!({"manifest": {}, "config": {}})).await;
+        w
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id().unwrap() as i32
+    }
+
+    async fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).await.unwrap();
+        stdin.write_all(b"\n").await.unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    async fn next_line(&mut self) -> Option<String> {
+        let mut line = String::new();
+        let out = self.stdout.as_mut().unwrap();
+        let n = tokio::time::timeout(LIVENESS, out.read_line(&mut line)).await.unwrap().unwrap();
+        (n > 0).then_some(line)
+    }
+
+    async fn next(&mut self) -> Option<Value> {
+        let line = self.next_line().await?;
+        Some(serde_json::from_str(&line).unwrap())
+    }
+
+    async fn call(&mut self, id: Value, method: &str, params: Value) -> Value {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(&line.to_string()).await;
+        loop {
+            let v = self.next().await.expect("stdout open");
+            if v.get("id") == Some(&id) {
+                return v;
+            }
+        }
+    }
+
+    fn params(&self, extra: Value) -> Value {
+        let mut v = json!({"driverKey": "local", "companyId": "company-1", "environmentId": "env-1",
+            "config": {"root": self.root.path()}});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v
+    }
+
+    async fn lease(&mut self) -> Value {
+        let p = self.params(json!({"runId": "r"}));
+        let v = self.call(json!("acq"), "environmentAcquireLease", p).await;
+        v["result"].clone()
+    }
+
+    /// Starts `sh -c 'sleep 30 & wait'`-like command and returns (shell pid, sleep pid) from
+    /// its streamed output.
+    async fn start_command(&mut self, lease: &Value) -> (i32, i32) {
+        let p = self.params(json!({"lease": lease, "command": "sh",
+            "args": ["-c", "sleep 30 & echo \"pids $$ $!\"; wait"]}));
+        let line =
+            json!({"jsonrpc": "2.0", "id": "exec", "method": "environmentExecute", "params": p});
+        self.send(&line.to_string()).await;
+        loop {
+            let v = self.next().await.expect("stdout open");
+            if v["method"] == "execute.log" {
+                let chunk = v["params"]["chunk"].as_str().unwrap().to_owned();
+                let mut it = chunk.trim().strip_prefix("pids ").unwrap().split(' ');
+                let sh = it.next().unwrap().parse().unwrap();
+                let sleep = it.next().unwrap().parse().unwrap();
+                return (sh, sleep);
+            }
+        }
+    }
+
+    async fn wait_exit(&mut self) -> (std::process::ExitStatus, Duration) {
+        let started = Instant::now();
+        let st = tokio::time::timeout(LIVENESS, self.child.wait()).await.unwrap().unwrap();
+        (st, started.elapsed())
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rfind(')').is_some_and(|i| !s[i + 1..].trim_start().starts_with('Z')))
+}
+
+fn gone_within(pids: &[i32], bound: Duration) -> bool {
+    let deadline = Instant::now() + bound;
+    while pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !pids.iter().any(|&p| alive(p))
+}
+
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill(2) on the worker this test spawned.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+}
+
+async fn signal_ends_commands(sig: i32) -> Duration {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let (sh, sleep) = w.start_command(&lease).await;
+    assert!(alive(sh) && alive(sleep));
+    signal(w.pid(), sig);
+    let (_, took) = w.wait_exit().await;
+    assert!(gone_within(&[sh, sleep], Duration::from_secs(10)), "signal {sig}: a command survived");
+    took
+}
+
+#[tokio::test]
+async fn sigterm_and_sigint_shut_down_and_end_running_commands() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let mut w = Raw::start().await;
+        let lease = w.lease().await;
+        let (sh, sleep) = w.start_command(&lease).await;
+        let sent = Instant::now();
+        signal(w.pid(), sig);
+        // The execute is cancelled and answered before the exit.
+        let answer = loop {
+            match w.next().await {
+                Some(v) if v["id"] == "exec" => break Some(v),
+                Some(_) => continue,
+                None => break None,
+            }
+        };
+        let answer = answer.expect("the cancelled execute is answered");
+        assert_eq!(answer["result"]["metadata"]["cancelled"], json!(true), "{answer}");
+        let (status, _) = w.wait_exit().await;
+        assert_eq!(status.code(), Some(0), "signal {sig}: {status:?}");
+        eprintln!("signal {sig}: exited {:?} after the signal, a command running", sent.elapsed());
+        assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
+    }
+}
+
+#[tokio::test]
+async fn sigkill_and_crash_do_not_orphan_commands() {
+    // SIGABRT and SIGQUIT end the process as a crash does (a sent SIGSEGV is not a fault: Rust's
+    // stack-overflow handler lets it pass once).
+    for sig in [libc::SIGKILL, libc::SIGABRT, libc::SIGQUIT] {
+        signal_ends_commands(sig).await;
+    }
+}
+
+#[tokio::test]
+async fn stdin_eof_ends_the_worker_and_its_commands() {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let (sh, sleep) = w.start_command(&lease).await;
+    let closed = Instant::now();
+    w.stdin = None;
+    let (status, _) = w.wait_exit().await;
+    let took = closed.elapsed();
+    assert_eq!(status.code(), Some(0));
+    eprintln!("stdin EOF: exited {took:?} after EOF with a command running");
+    assert!(took < Duration::from_secs(25), "the worker waited for the command: {took:?}");
+    assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
+}
+
+#[tokio::test]
+async fn a_closed_stdout_ends_the_worker_and_its_commands() {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let (sh, sleep) = w.start_command(&lease).await;
+    w.stdout = None; // the host stops reading and closes its end
+    w.send(r#"{"jsonrpc":"2.0","id":9,"method":"health"}"#).await;
+    let (status, took) = w.wait_exit().await;
+    assert_eq!(status.code(), Some(0));
+    eprintln!("closed stdout: exited {took:?} after the write that failed");
+    assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
+}
+
+fn rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The seconds the stall test lets the host not read (`STALL_SECS`, default 5).
+fn stall() -> Duration {
+    let secs = std::env::var("STALL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    Duration::from_secs(secs)
+}
+
+#[tokio::test]
+async fn a_stalled_host_leaves_memory_flat() {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let p = w.params(json!({"lease": lease, "command": "yes", "args": ["0123456789abcdef"]}));
+    let line = json!({"jsonrpc": "2.0", "id": "yes", "method": "environmentExecute", "params": p});
+    w.send(&line.to_string()).await;
+    // The host reads nothing at all now.
+    let start = rss_kib(w.pid());
+    let mut peak = start;
+    let until = Instant::now() + stall();
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        peak = peak.max(rss_kib(w.pid()));
+    }
+    eprintln!("stalled host: RSS {start} KiB at start, peak {peak} KiB over {:?}", stall());
+    assert!(peak < 200 * 1024, "RSS grew to {peak} KiB while the host stalled");
+    // Reading again, the worker is still serving: shut it down.
+    w.stdin = None;
+    let mut drained = 0u64;
+    while let Some(line) = w.next_line().await {
+        drained += line.len() as u64;
+    }
+    assert!(drained > 0);
+    w.wait_exit().await;
+}
+
+#[tokio::test]
+async fn a_lone_surrogate_id_is_echoed_exactly() {
+    let mut w = Raw::start().await;
+    w.send(r#"{"jsonrpc":"2.0","id":"a\ud800b","method":"health"}"#).await;
+    w.send(r#"{"jsonrpc":"2.0","id":"\udc00","method":"noSuchMethod"}"#).await;
+    let first = w.next_line().await.unwrap();
+    assert_eq!(first.trim_end(), r#"{"jsonrpc":"2.0","id":"a\ud800b","result":{"status":"ok"}}"#);
+    let second = w.next_line().await.unwrap();
+    assert!(
+        second.starts_with(r#"{"jsonrpc":"2.0","id":"\udc00","error":{"code":-32601"#),
+        "{second}"
+    );
+}
+
+#[tokio::test]
+async fn an_oversize_result_fits_the_host_line_limit() {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    // 64 MiB of newlines: 134,217,728 UTF-16 code units once encoded, over the limit with
+    // the envelope.
+    let p = w.params(json!({"lease": lease, "command": "sh",
+        "args": ["-c", "head -c 67108864 /dev/zero | tr '\\0' '\\n'; echo done >&2"]}));
+    let line = json!({"jsonrpc": "2.0", "id": "big", "method": "environmentExecute", "params": p});
+    w.send(&line.to_string()).await;
+    loop {
+        let line = w.next_line().await.expect("answered");
+        if !line.starts_with(r#"{"jsonrpc":"2.0","id":"big""#) {
+            continue;
+        }
+        let units: usize = line.trim_end().encode_utf16().count();
+        assert!(
+            units <= paperclip_sandbox_protocol::jsonrpc::HOST_MAX_LINE_UNITS,
+            "the result line has {units} UTF-16 code units"
+        );
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["result"]["metadata"]["stdoutTruncated"], json!(true));
+        assert_eq!(v["result"]["stderr"], json!("done\n"));
+        assert_eq!(v["result"]["exitCode"], json!(0));
+        break;
+    }
+}
+
+impl Raw {
+    async fn workspace(&mut self, lease: &Value) -> String {
+        let p = self.params(json!({"lease": lease, "workspace": {"localPath": "/host/ws"}}));
+        let v = self.call(json!("ws"), "environmentRealizeWorkspace", p).await;
+        v["result"]["cwd"].as_str().unwrap().to_owned()
+    }
+
+    async fn sync(&mut self, method: &str, lease: &Value, files: Value) -> Value {
+        let p = self.params(json!({"lease": lease, "operations": [
+            {"operationId": "op", "files": files}
+        ]}));
+        self.call(json!("sync"), method, p).await
+    }
+}
+
+#[tokio::test]
+async fn a_huge_exclude_pattern_is_invalid_params_not_a_crash() {
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let cwd = w.workspace(&lease).await;
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("a"), "a").unwrap();
+    let files = json!([{"sourcePath": src.path(), "targetPath": format!("{cwd}/d"),
+        "kind": "directory", "exclude": ["**/".repeat(4000)]}]);
+    let v = w.sync("environmentSyncIn", &lease, files).await;
+    assert_eq!(v["error"]["code"], json!(-32602), "{v}");
+    // The worker is still there.
+    let h = w.call(json!("h"), "health", json!({})).await;
+    assert_eq!(h["result"]["status"], json!("ok"));
+}
+
+#[tokio::test]
+async fn sync_modes_are_range_checked_and_special_bits_never_applied() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let cwd = w.workspace(&lease).await;
+    let src = tempfile::tempdir().unwrap();
+    let file = src.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    for bad in [99_999_999u64, 0o104_755, 0o10_000, 4_294_967_296] {
+        let files = json!([{"sourcePath": file, "targetPath": format!("{cwd}/f"), "kind": "file", "mode": bad}]);
+        let v = w.sync("environmentSyncIn", &lease, files).await;
+        assert_eq!(v["error"]["code"], json!(-32602), "mode {bad:o}: {v}");
+        assert!(!v.to_string().contains(&bad.to_string()), "the value is not quoted: {v}");
+    }
+    let files = json!([{"sourcePath": file, "targetPath": format!("{cwd}/f"), "kind": "file", "mode": 0o6755}]);
+    let v = w.sync("environmentSyncIn", &lease, files).await;
+    assert!(v.get("result").is_some(), "{v}");
+    let mode = std::fs::metadata(format!("{cwd}/f")).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o755, "setuid/setgid were applied");
+
+    // A sandbox directory with setgid, sticky and world-writable bits, and a setuid file.
+    std::fs::create_dir(format!("{cwd}/out")).unwrap();
+    std::fs::write(format!("{cwd}/out/tool"), "t").unwrap();
+    std::fs::set_permissions(format!("{cwd}/out/tool"), std::fs::Permissions::from_mode(0o4755))
+        .unwrap();
+    std::fs::set_permissions(format!("{cwd}/out"), std::fs::Permissions::from_mode(0o3777))
+        .unwrap();
+    let host = tempfile::tempdir().unwrap();
+    let target = host.path().join("out");
+    let files =
+        json!([{"sourcePath": format!("{cwd}/out"), "targetPath": target, "kind": "directory"}]);
+    let v = w.sync("environmentSyncOut", &lease, files).await;
+    assert!(v.get("result").is_some(), "{v}");
+    let dir_mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(dir_mode & 0o7002, 0, "host dir got {dir_mode:o}");
+    let tool_mode = std::fs::metadata(target.join("tool")).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(tool_mode, 0o755, "host file got {tool_mode:o}");
+}
+
+#[tokio::test]
+async fn secrets_never_reach_an_error_or_a_log_at_trace() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let stderr = Stdio::from(log.reopen().unwrap());
+    let mut w = Raw::start_logging(stderr, "trace").await;
+    let lease = w.lease().await;
+    let cwd = w.workspace(&lease).await;
+    let s = |n: u32| format!("SENTINEL-{n}-d41d8cd9");
+    let exec = |extra: Value| {
+        let mut v = json!({"lease": lease, "command": "true"});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v
+    };
+    let calls: Vec<(&str, Value)> = vec![
+        ("environmentExecute", exec(json!({"env": s(1)}))),
+        ("environmentExecute", exec(json!({"env": {"TOKEN": [s(2)]}}))),
+        ("environmentExecute", exec(json!({"env": {"TOKEN": {"v": s(3)}}}))),
+        ("environmentExecute", exec(json!({"stdin": {"k": s(4)}}))),
+        ("environmentExecute", exec(json!({"args": s(5)}))),
+        ("environmentExecute", exec(json!({"timeoutMs": s(6)}))),
+        ("environmentExecute", exec(json!({"command": [s(7)]}))),
+        (
+            "environmentSyncIn",
+            json!({"lease": lease, "operations": [{"operationId": "o",
+            "files": [{"sourcePath": "/etc/hostname", "targetPath": format!("{cwd}/x"), "kind": s(8)}]}]}),
+        ),
+        (
+            "environmentSyncIn",
+            json!({"lease": lease, "operations": [{"operationId": "o",
+            "files": [{"sourcePath": "/etc/hostname", "targetPath": format!("{cwd}/x"), "kind": "file", "mode": s(9)}]}]}),
+        ),
+        (
+            "environmentSyncIn",
+            json!({"lease": lease, "operations": [{"operationId": "o",
+            "files": [{"sourcePath": "/etc/hostname", "targetPath": format!("{cwd}/x"), "kind": "file", "exclude": [format!("[{}", s(10))]}]}]}),
+        ),
+        (
+            "environmentSyncIn",
+            json!({"lease": lease, "operations": [{"operationId": "o",
+            "files": [{"sourcePath": "/etc/hostname", "targetPath": format!("{cwd}/x"), "kind": "file", "exclude": [s(11).repeat(1000)]}]}]}),
+        ),
+        ("environmentAcquireLease", json!({"runId": {"secret": s(12)}})),
+        ("environmentResumeLease", json!({"providerLeaseId": [s(13)]})),
+        ("environmentReleaseLease", json!({"resourceDisposition": s(14)})),
+        (
+            "environmentValidateConfig",
+            json!({"driverKey": "local", "config": {"root": {"k": s(15)}, "syncTimeoutMs": s(16)}}),
+        ),
+    ];
+    let mut answers = Vec::new();
+    for (i, (method, extra)) in calls.into_iter().enumerate() {
+        let mut p = w.params(json!({}));
+        p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let v = w.call(json!(format!("s{i}")), method, p).await;
+        assert!(v.get("error").is_some() || v.get("result").is_some(), "{method}: {v}");
+        answers.push(v.to_string());
+    }
+    // A config carrying a sentinel the host resolved (a secret) in a bad shape.
+    let mut p = w.params(json!({"runId": "r"}));
+    p["config"] = json!({"root": w.root.path(), "syncTimeoutMs": {"apiKey": s(17)}});
+    answers.push(w.call(json!("cfg"), "environmentAcquireLease", p).await.to_string());
+    w.stdin = None;
+    while let Some(line) = w.next_line().await {
+        answers.push(line);
+    }
+    w.wait_exit().await;
+    let logged = std::fs::read_to_string(log.path()).unwrap();
+    assert!(logged.contains("TRACE") || logged.contains("DEBUG"), "trace logging was on");
+    for text in answers.iter().map(String::as_str).chain([logged.as_str()]) {
+        assert!(!text.contains("SENTINEL"), "a secret leaked: {text}");
+    }
+}
+
+/// The attempts of the symlink race (`RACE_ATTEMPTS`, default 6,000).
+fn race_attempts() -> usize {
+    std::env::var("RACE_ATTEMPTS").ok().and_then(|s| s.parse().ok()).unwrap_or(6_000)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_flipped_into_a_symlink_never_moves_a_sync_outside_the_lease() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut w = Raw::start().await;
+    let lease = w.lease().await;
+    let cwd = PathBuf::from(w.workspace(&lease).await);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("host-secret"), "OUTSIDE").unwrap();
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("f"), "inside").unwrap();
+    std::fs::create_dir(src.path().join("tree")).unwrap();
+    std::fs::write(src.path().join("tree/g"), "inside").unwrap();
+    let host = tempfile::tempdir().unwrap();
+
+    // The attacker: a process in the lease flipping `d` between a directory (holding a
+    // `host-secret` of its own) and a symlink to the outside directory, as fast as it can.
+    let d = cwd.join("d");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let (d, outside, stop) = (d.clone(), outside.path().to_path_buf(), stop.clone());
+        std::thread::spawn(move || {
+            let mut flips = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::fs::remove_dir_all(&d).or_else(|_| std::fs::remove_file(&d));
+                let _ = std::fs::create_dir(&d);
+                let _ = std::fs::write(d.join("host-secret"), "inside");
+                std::thread::yield_now();
+                let _ = std::fs::remove_dir_all(&d);
+                let _ = std::os::unix::fs::symlink(&outside, &d);
+                std::thread::yield_now();
+                flips += 1;
+            }
+            flips
+        })
+    };
+
+    let attempts = race_attempts();
+    let (mut ok, mut refused) = (0usize, 0usize);
+    let mut leaked_out = 0usize;
+    for i in 0..attempts {
+        let (method, files) = match i % 3 {
+            0 => (
+                "environmentSyncIn",
+                json!([{"sourcePath": src.path().join("f"),
+                "targetPath": d.join(format!("f{i}")), "kind": "file"}]),
+            ),
+            1 => (
+                "environmentSyncIn",
+                json!([{"sourcePath": src.path().join("tree"),
+                "targetPath": d.join(format!("t{i}")), "kind": "directory"}]),
+            ),
+            _ => (
+                "environmentSyncOut",
+                json!([{"sourcePath": d.join("host-secret"),
+                "targetPath": host.path().join(format!("o{i}")), "kind": "file"}]),
+            ),
+        };
+        let v = w.sync(method, &lease, files).await;
+        if v.get("result").is_some() {
+            ok += 1;
+        } else {
+            refused += 1;
+        }
+        if i % 3 == 2 {
+            let got =
+                std::fs::read_to_string(host.path().join(format!("o{i}"))).unwrap_or_default();
+            if got == "OUTSIDE" {
+                leaked_out += 1;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    let escaped_in: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "host-secret")
+        .collect();
+    eprintln!(
+        "symlink race: {attempts} attempts ({ok} done, {refused} refused), {flips} flips, \
+         {} escapes in, {leaked_out} escapes out",
+        escaped_in.len()
+    );
+    assert!(flips > 100, "the attacker ran ({flips} flips)");
+    assert!(ok > 0 && refused > 0, "the race was contested: {ok} done, {refused} refused");
+    assert!(escaped_in.is_empty(), "syncIn wrote outside the lease: {escaped_in:?}");
+    assert_eq!(leaked_out, 0, "syncOut read outside the lease");
+    assert_eq!(std::fs::read_to_string(outside.path().join("host-secret")).unwrap(), "OUTSIDE");
+}
