@@ -8,9 +8,8 @@
 //! 1. the Rust provider example (release build),
 //! 2. `bench-echo-worker`, a minimal serde_json line-echo loop (this crate; the practical
 //!    limit of the pipe),
-//! 3. the official `@paperclipai/plugin-sdk` worker under Node
-//!    (`conformance/tests/fixtures/official-sdk-worker`; skipped with a reason without
-//!    `node`).
+//! 3. a worker on the official `@paperclipai/plugin-sdk` under Node
+//!    (`bench/fixtures/official-sdk-worker`; skipped with a reason without `node`).
 //!
 //! ## The one command
 //!
@@ -18,14 +17,26 @@
 //! cargo bench -p paperclip-sandbox-bench
 //! ```
 //!
+//! Then the data paths ([`data`]): execute output and `execute.log` notifications,
+//! base64-over-exec download and upload, native sync beside `tar c | tar x`, 64 leases
+//! executing at once, each beside its raw limit; and callgrind's instructions per MiB of
+//! execute output ([`callgrind`]), with the targets of issue #15.
+//!
 //! It builds what it needs itself (`$CARGO build --release -p <provider> -p
 //! paperclip-sandbox-bench`, plus `npm ci` for the Node fixture when `node_modules` is
 //! missing). See `bench/README.md` for what each column means.
 
+pub mod callgrind;
 pub mod client;
+pub mod concurrent;
+pub mod data;
+pub mod data_report;
+pub mod datapath;
+pub mod lease;
 pub mod measure;
 pub mod report;
 pub mod stats;
+pub mod syncpath;
 pub mod workers;
 
 use std::io;
@@ -60,6 +71,8 @@ pub struct Config {
     /// Sequential `environmentExecute` of [`EXECUTE_COMMAND`] on a lease (workers that run
     /// commands).
     pub execute: Budget,
+    /// The data-path measurements ([`data`]).
+    pub data: data::DataConfig,
 }
 
 impl Default for Config {
@@ -73,6 +86,7 @@ impl Default for Config {
             spawns: 20,
             idle: Duration::from_millis(200),
             execute: Budget { max: 300, time: Duration::from_secs(3) },
+            data: data::DataConfig::default(),
         }
     }
 }
@@ -241,8 +255,39 @@ pub fn run(cfg: &Config) -> io::Result<()> {
     let echo = WorkerSpec::new("echo loop (serde_json)", exe(workers::ECHO_BIN)?);
     let echo = Subject { spec: echo, execute_driver: None };
     let official = workers::official_worker(&lease_root)
-        .map(|spec| Subject { spec, execute_driver: Some("official-fixture".into()) });
+        .map(|spec| Subject { spec, execute_driver: Some(workers::OFFICIAL_DRIVER.into()) });
+    let data_subjects = data_subjects(&provider.spec, official.as_ref().ok().map(|s| &s.spec));
 
+    let only = std::env::var(ONLY_ENV).unwrap_or_default();
+    if only != "data" {
+        control_path(cfg, provider, echo, official, &lease_root);
+    }
+    let _ = std::fs::remove_dir_all(&lease_root);
+    if only != "control" {
+        let data_root = data_root();
+        let report = data::run(&cfg.data, &data_subjects(&data_root), &data_root);
+        let _ = std::fs::remove_dir_all(&data_root);
+        match report {
+            Ok(r) => print!("{}", data_report::render(&r, &cfg.data)),
+            Err(e) => println!("data paths: failed: {e}"),
+        }
+        println!();
+    }
+    println!("total bench time {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Set to `control` or `data` to run only that part of the benchmark.
+pub const ONLY_ENV: &str = "PAPERCLIP_BENCH_ONLY";
+
+/// The control path: the three workers' table and ratios.
+fn control_path(
+    cfg: &Config,
+    provider: Subject,
+    echo: Subject,
+    official: Result<Subject, String>,
+    lease_root: &std::path::Path,
+) {
     let mut rows = Vec::new();
     let mut subjects = Vec::new();
     for subject in [Ok(provider), Ok(echo), official] {
@@ -251,7 +296,7 @@ pub fn run(cfg: &Config) -> io::Result<()> {
             Err(why) => rows.push(Row { name: "official SDK (node)".into(), result: Err(why) }),
         }
     }
-    let measured = measure_all(&subjects, cfg, &lease_root);
+    let measured = measure_all(&subjects, cfg, lease_root);
     let mut measured_rows: Vec<Row> = subjects
         .into_iter()
         .zip(measured)
@@ -259,7 +304,6 @@ pub fn run(cfg: &Config) -> io::Result<()> {
         .collect();
     measured_rows.append(&mut rows);
     let rows = measured_rows;
-    let _ = std::fs::remove_dir_all(&lease_root);
 
     println!();
     println!(
@@ -281,6 +325,48 @@ pub fn run(cfg: &Config) -> io::Result<()> {
     print!("{}", report::execute_lines(&rows, EXECUTE_COMMAND));
     print!("{}", report::ratios(&rows[0], &rows[1], &rows[2]));
     println!();
-    println!("total bench time {:.1} s", started.elapsed().as_secs_f64());
-    Ok(())
+}
+
+/// Where the data paths run: a fresh directory on tmpfs (`/dev/shm`) when there is one, else
+/// under the temp dir (the report says which).
+fn data_root() -> std::path::PathBuf {
+    let name = format!("paperclip-bench-data-{}", std::process::id());
+    let shm = std::path::Path::new("/dev/shm");
+    if data::is_tmpfs(shm) {
+        shm.join(name)
+    } else {
+        std::env::temp_dir().join(name)
+    }
+}
+
+/// The workers of the data paths (the Rust provider, then the official SDK worker when it can
+/// run), each with its leases under `root`.
+fn data_subjects(
+    provider: &WorkerSpec,
+    official: Option<&WorkerSpec>,
+) -> impl Fn(&std::path::Path) -> Vec<(String, data::DataSubject)> {
+    let (provider, official) = (provider.clone(), official.cloned());
+    move |root| {
+        let mut out = Vec::new();
+        let mut p = provider.clone();
+        let local_root = root.join("local");
+        p.env.retain(|(k, _)| k != "LOCAL_PROVIDER_ROOT");
+        p.env.push(("LOCAL_PROVIDER_ROOT".into(), local_root.clone().into_os_string()));
+        let driver = lease::Driver {
+            key: "local".into(),
+            config: serde_json::json!({ "root": local_root }),
+        };
+        out.push((p.name.clone(), data::DataSubject { spec: p, driver }));
+        if let Some(o) = &official {
+            let mut o = o.clone();
+            o.env.retain(|(k, _)| k != "PAPERCLIP_FIXTURE_ROOT");
+            o.env.push(("PAPERCLIP_FIXTURE_ROOT".into(), root.join("node").into_os_string()));
+            let driver = lease::Driver {
+                key: workers::OFFICIAL_DRIVER.into(),
+                config: serde_json::json!({}),
+            };
+            out.push((o.name.clone(), data::DataSubject { spec: o, driver }));
+        }
+        out
+    }
 }

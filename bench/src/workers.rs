@@ -23,10 +23,15 @@ pub fn workspace_root() -> PathBuf {
     here.parent().unwrap_or(here).to_path_buf()
 }
 
-/// The folder of the official SDK worker fixture.
+/// The folder of the official SDK worker (this crate's `fixtures/official-sdk-worker`: a
+/// provider on the published `@paperclipai/plugin-sdk` that streams execute output and syncs
+/// natively).
 pub fn official_worker_dir() -> PathBuf {
-    workspace_root().join("conformance/tests/fixtures/official-sdk-worker")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/official-sdk-worker")
 }
+
+/// The `driverKey` the official SDK worker is called with (it serves any).
+pub const OFFICIAL_DRIVER: &str = "official-bench";
 
 /// The cargo executable: `$CARGO` (set by cargo for the processes it runs), else `cargo`.
 pub fn cargo() -> PathBuf {

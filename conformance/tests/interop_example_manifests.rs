@@ -21,6 +21,7 @@ const SNAPSHOTS: &[&str] = &[
     "examples/local-provider/tests/snapshots/manifest.json",
     "examples/bwrap-provider/tests/snapshots/manifest.json",
     "examples/remote-provider/tests/snapshots/manifest.json",
+    "examples/container-provider/tests/snapshots/manifest.json",
     "sdk/test-worker/tests/snapshots/manifest.json",
 ];
 

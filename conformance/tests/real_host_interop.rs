@@ -3,6 +3,10 @@
 //! loader unmodified and drives a plugin worker through them (install, discovery, fork of the
 //! entrypoint, initialize, environment calls, graceful stop, SIGKILL of the shim).
 //!
+//! The packaged container provider (`examples/container-provider`) is driven the same way
+//! against a real Docker-API engine, with a native syncIn/syncOut round trip, and the engine is
+//! asked afterwards whether any container of the run remains.
+//!
 //! The script's output (including the `supportedMethods` the host saw) is written straight to
 //! stderr, so it shows in CI logs even when the test passes.
 
@@ -104,4 +108,58 @@ fn packaged_local_provider_runs_under_the_published_host() {
     assert_full_run(&stdout, "packaged");
     assert!(stdout.contains("-- installed bin/local-provider mode 755"), "{stdout}");
     assert!(stdout.contains("native worker"), "the SIGKILL step ran: {stdout}");
+}
+
+/// The engine the container-provider test uses: `DOCKER_HOST` (a unix socket) and
+/// `PAPERCLIP_CONTAINER_IMAGE`, as `.ci/container-engine up` prints them. `None` (with the reason
+/// printed) when absent, unless `PAPERCLIP_CONTAINER_TESTS=require`.
+fn container_engine() -> Option<(String, String)> {
+    let host = std::env::var("DOCKER_HOST").ok().filter(|h| !h.is_empty());
+    let image = std::env::var("PAPERCLIP_CONTAINER_IMAGE").ok().filter(|i| !i.is_empty());
+    let socket = host.as_deref().and_then(|h| h.strip_prefix("unix://")).map(str::to_owned);
+    match (socket, image) {
+        (Some(socket), Some(image)) if Path::new(&socket).exists() => Some((socket, image)),
+        _ => {
+            let why = "no Docker-API engine on a unix socket: set DOCKER_HOST and \
+                       PAPERCLIP_CONTAINER_IMAGE (eval \"$(.ci/container-engine up)\")";
+            if std::env::var("PAPERCLIP_CONTAINER_TESTS").as_deref() == Ok("require") {
+                panic!("PAPERCLIP_CONTAINER_TESTS=require but {why}");
+            }
+            eprintln!("SKIPPED (cannot run here): {why}");
+            None
+        }
+    }
+}
+
+#[test]
+fn packaged_container_provider_runs_under_the_published_host_with_native_sync() {
+    let Some((socket, image)) = container_engine() else { return };
+    let worker = support::example_worker("container-provider");
+    let tmp =
+        TempDir(std::env::temp_dir().join(format!("sc-real-host-ctr-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&tmp.0);
+    let plugin = tmp.0.join("plugin");
+    package(&worker, &plugin);
+    // The host gives the worker a bare environment: the engine and image come with the config.
+    let config = serde_json::json!({"dockerHost": format!("unix://{socket}"), "image": image});
+    let stdout = run_interop(&[
+        "packaged",
+        plugin.to_str().unwrap(),
+        "--config",
+        &config.to_string(),
+        "--sync",
+        "--engine-socket",
+        &socket,
+    ]);
+    assert_full_run(&stdout, "packaged");
+    for line in [
+        "-- installed bin/container-provider mode 755",
+        "-- environmentSyncIn ",
+        "-- environmentExecute sees the synced tree in the sandbox",
+        "bytes identical",
+        "after release -> ",
+        "-- engine: no container of company ",
+    ] {
+        assert!(stdout.contains(line), "missing `{line}` in:\n{stdout}");
+    }
 }

@@ -19,6 +19,7 @@
 pub mod capabilities;
 pub mod envelope;
 pub mod error_code;
+pub mod json_text;
 pub mod jsonrpc;
 pub mod manifest;
 pub mod methods;

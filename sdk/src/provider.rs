@@ -181,23 +181,35 @@ pub async fn typed<T, R, F, Fut>(
 ) -> Result<Box<RawValue>, ErrorObject>
 where
     T: DeserializeOwned,
-    R: Serialize,
+    R: Serialize + 'static,
     F: FnOnce(T) -> Fut,
     Fut: Future<Output = HookResult<R>>,
 {
-    let name = method;
+    let params: T = read_params(params)?;
+    answer(method, hook(params).await)
+}
+
+/// A hook's params from the raw text; missing params are `{}`.
+fn read_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
     let text = params.map_or("{}", RawValue::get);
-    let params: T = match serde_json::from_str(text) {
-        Ok(p) => p,
+    match serde_json::from_str(text) {
+        Ok(p) => Ok(p),
         // Read it again from a `Value` for the answer's text: the same error message without
         // the reader's position, or success where only the text reader fails (a duplicate key).
         Err(_) => {
             let value = params.map_or_else(|| json!({}), raw_to_value);
-            crate::error::params_from_value(value)?
+            crate::error::params_from_value(value)
         }
-    };
-    let result = hook(params).await.map_err(|e| e.to_error_object(name))?;
-    serde_json::value::to_raw_value(&result).map_err(|e| {
+    }
+}
+
+/// The wire answer of a hook's outcome: its result serialized once, or its error.
+fn answer<R: Serialize + 'static>(
+    name: &'static str,
+    outcome: HookResult<R>,
+) -> Result<Box<RawValue>, ErrorObject> {
+    let result = outcome.map_err(|e| e.to_error_object(name))?;
+    encode_result(&result).map_err(|e| {
         tracing::error!(method = name, error = %e, "hook result does not serialize");
         ProviderError::internal(format!("{name} returned a result that does not serialize"))
             .to_error_object(name)
@@ -232,26 +244,16 @@ pub async fn typed_config<W, T, R, C, F, Fut>(
 ) -> Result<Box<RawValue>, ErrorObject>
 where
     W: DeserializeOwned,
-    R: Serialize,
+    R: Serialize + 'static,
     C: FnOnce(W) -> Result<T, ConfigError>,
     F: FnOnce(T) -> Fut,
     Fut: Future<Output = HookResult<R>>,
 {
-    let mut mismatch = None;
-    let answer = typed(method, params, |wire: W| {
-        let typed = convert(wire);
-        async {
-            match typed {
-                Ok(p) => hook(p).await.map(Some),
-                Err(e) => {
-                    mismatch = Some(e);
-                    Ok(None)
-                }
-            }
-        }
-    })
-    .await?;
-    let Some(error) = mismatch else { return Ok(answer) };
+    let wire: W = read_params(params)?;
+    let error = match convert(wire) {
+        Ok(typed) => return answer(method, hook(typed).await),
+        Err(error) => error,
+    };
     tracing::debug!(method, %error, "config does not fit the provider's config type");
     if method == Method::EnvironmentValidateConfig.as_str() {
         let result = ValidateConfigResult::invalid([error.to_string()]);
@@ -326,6 +328,21 @@ fn expectation(message: &str) -> String {
     }
 }
 
+/// A hook result as JSON text. An `environmentExecute` result, which may carry megabytes of
+/// output, goes through [`ExecuteResult::write_json`] (the same bytes, escaped a word at a
+/// time); everything else through `serde_json`.
+fn encode_result<T: Serialize + 'static>(result: &T) -> serde_json::Result<Box<RawValue>> {
+    let Some(execute) = (result as &dyn std::any::Any).downcast_ref::<ExecuteResult>() else {
+        return serde_json::value::to_raw_value(result);
+    };
+    let mut out = Vec::new();
+    execute.write_json(&mut out)?;
+    // SAFETY: `write_json` writes one JSON object without surrounding whitespace (its output
+    // equals serde_json's, tested in the protocol crate), so the bytes are UTF-8 and a single
+    // well-formed JSON value.
+    Ok(unsafe { RawValue::from_string_unchecked(String::from_utf8_unchecked(out)) })
+}
+
 /// Adapts a [`SandboxProvider`] to the runtime's [`Handler`].
 pub(crate) struct ProviderHandler<P>(pub P);
 
@@ -352,6 +369,17 @@ impl<P: SandboxProvider> Handler for ProviderHandler<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn results_encode_as_serde_json_does() {
+        let execute = ExecuteResult::exited(3)
+            .with_stdout("line \"one\"\n\u{1}é".repeat(100))
+            .with_stderr("warn\t");
+        let raw = encode_result(&execute).unwrap();
+        assert_eq!(raw.get(), serde_json::to_string(&execute).unwrap());
+        let lease = serde_json::json!({"providerLeaseId": "x\n", "metadata": {}});
+        assert_eq!(encode_result(&lease).unwrap().get(), lease.to_string());
+    }
 
     /// A provider writing every hook: what `#[provider]` generates for it must be the SDK's
     /// hook table, which must cover every environment method of the registry whose schema is

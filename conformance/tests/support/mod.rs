@@ -54,23 +54,29 @@ pub fn ensure_npm_project(dir: &Path, package: &str) {
 /// The Rust example worker (`examples/local-provider`), built with cargo (a nested `cargo build`
 /// is fine inside `cargo test`); checks that it prints a manifest.
 pub fn local_provider() -> PathBuf {
+    example_worker("local-provider")
+}
+
+/// The example worker `name` (a package and binary of `examples/`), built with cargo; checks
+/// that it prints a manifest.
+pub fn example_worker(name: &str) -> PathBuf {
     let repo_root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "-q", "-p", "local-provider"])
+        .args(["build", "-q", "-p", name])
         .current_dir(&repo_root)
         .status()
         .unwrap();
-    assert!(status.success(), "cargo build -p local-provider failed");
+    assert!(status.success(), "cargo build -p {name} failed");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root.join("target"));
-    let bin = target.join("debug/local-provider");
+    let bin = target.join("debug").join(name);
     let out = Command::new(&bin).arg("--manifest").stdin(Stdio::null()).output().unwrap();
     let manifest = serde_json::from_slice::<serde_json::Value>(&out.stdout);
     assert!(
         out.status.success() && matches!(manifest, Ok(serde_json::Value::Object(_))),
-        "local-provider --manifest printed no manifest: {out:?}"
+        "{name} --manifest printed no manifest: {out:?}"
     );
     bin
 }

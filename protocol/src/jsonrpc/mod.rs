@@ -37,28 +37,7 @@ pub const HOST_MAX_LINE_UNITS: usize = 134_217_728;
 /// The UTF-16 code units `text` takes inside a JSON string literal as this crate writes it
 /// (`serde_json`), quotes not counted: `"`, `\\` and `\n`, `\r`, `\t`, `\b`, `\f` take 2, other
 /// control characters 6 (`\u00XX`), any other character its UTF-16 length.
-pub fn json_string_units(text: &str) -> usize {
-    text.bytes().map(|b| JSON_UNITS[b as usize] as usize).sum()
-}
-
-/// Per UTF-8 byte: what it adds to [`json_string_units`] (continuation bytes add 0, a lead
-/// byte the UTF-16 length of its character).
-const JSON_UNITS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut b = 0;
-    while b < 256 {
-        t[b] = match b as u8 {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-            0x00..=0x1f => 6,
-            0x20..=0x7f => 1,
-            0x80..=0xbf => 0,
-            0xc0..=0xef => 1,
-            _ => 2,
-        };
-        b += 1;
-    }
-    t
-};
+pub use crate::json_text::json_string_units;
 
 /// A request id: a JSON number or a JSON string, kept exactly as received.
 ///

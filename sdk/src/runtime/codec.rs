@@ -411,25 +411,28 @@ impl FrameSink {
         chunk: &str,
         invocation_id: Option<&str>,
     ) -> bool {
+        use paperclip_sandbox_protocol::json_text::push_json_string;
         use paperclip_sandbox_protocol::jsonrpc::INVOCATION_ID_KEY;
         use paperclip_sandbox_protocol::methods::name;
-        use serde::ser::{SerializeMap, Serializer as _};
 
-        #[derive(Serialize)]
-        struct Params<'a> {
-            stream: paperclip_sandbox_protocol::methods::OutputStream,
-            chunk: &'a str,
-        }
+        // The keys in the order `Notification` writes them; the chunk (the only large part)
+        // is escaped once, straight into the output buffer.
         self.append_bounded(|buf| {
-            let mut ser = serde_json::Serializer::new(buf);
-            let mut map = (&mut ser).serialize_map(None)?;
-            map.serialize_entry("jsonrpc", "2.0")?;
-            map.serialize_entry("method", name::EXECUTE_LOG)?;
-            map.serialize_entry("params", &Params { stream, chunk })?;
+            buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
+            push_json_string(buf, name::EXECUTE_LOG);
+            buf.extend_from_slice(b",\"params\":{\"stream\":");
+            serde_json::to_writer(&mut *buf, &stream)?;
+            buf.extend_from_slice(b",\"chunk\":");
+            push_json_string(buf, chunk);
+            buf.push(b'}');
             if let Some(id) = invocation_id {
-                map.serialize_entry(INVOCATION_ID_KEY, id)?;
+                buf.push(b',');
+                push_json_string(buf, INVOCATION_ID_KEY);
+                buf.push(b':');
+                push_json_string(buf, id);
             }
-            map.end()
+            buf.push(b'}');
+            Ok::<(), serde_json::Error>(())
         })
     }
 
@@ -586,6 +589,36 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut out: W, outbox: Arc<Outbox>) -> i
 mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn execute_log_lines_are_the_notification_lines() {
+        use paperclip_sandbox_protocol::jsonrpc::Notification;
+        use paperclip_sandbox_protocol::methods::OutputStream;
+        let (tx, mut rx) = tokio::io::duplex(1 << 20);
+        let (sink, task) = spawn_writer(tx);
+        let chunk = "a\"b\\c\n\u{1}\u{7f}é😀 ".repeat(40);
+        let cases = [
+            (OutputStream::Stdout, chunk.as_str(), Some("inv-\"1\"")),
+            (OutputStream::Stderr, "x", None),
+        ];
+        let mut want = String::new();
+        for (stream, chunk, inv) in cases {
+            assert!(sink.send_execute_log(stream, chunk, inv));
+            let note = Notification {
+                method: "execute.log".into(),
+                params: Some(serde_json::json!({"stream": stream, "chunk": chunk})),
+                invocation: None,
+                invocation_id: inv.map(str::to_owned),
+            };
+            want.push_str(&serde_json::to_string(&Message::from(note)).unwrap());
+            want.push('\n');
+        }
+        drop(sink);
+        task.await.unwrap().unwrap();
+        let mut got = String::new();
+        rx.read_to_string(&mut got).await.unwrap();
+        assert_eq!(got, want);
+    }
 
     async fn frames(input: &[u8], limit: usize) -> Vec<Frame> {
         let mut reader = LineReader::new(input, limit);

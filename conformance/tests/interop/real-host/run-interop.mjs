@@ -8,13 +8,18 @@
 //   install  -> discover/load the manifest with the host's plugin loader (real validator)
 //   start    -> manager.startWorker(): fork(entrypoint) + initialize (supportedMethods printed)
 //   calls    -> environmentAcquireLease, environmentExecute (sh -c 'echo hi'),
-//               environmentReleaseLease, environmentAcquireLease, environmentDestroyLease
+//               [--sync: environmentSyncIn of a small tree below the lease's remoteCwd, a
+//               check execute, environmentSyncOut back, byte comparison],
+//               environmentReleaseLease, [--sync: environmentDestroyLease of that lease],
+//               environmentAcquireLease, environmentDestroyLease
+//               [--engine-socket <path>: afterwards the Docker-API engine on that socket holds
+//               no container labelled with the run's company]
 //   stop     -> manager.stopWorker(): the shutdown request; the worker must exit on it (no
 //               SIGTERM escalation), and every process of the plugin must be gone
 //   crash    -> (packaged plugins) SIGKILL of the shim: the native worker must not outlive it
 //
 // Usage:
-//   node run-interop.mjs packaged <plugin folder> [--config <json>]
+//   node run-interop.mjs packaged <plugin folder> [--config <json>] [--sync] [--engine-socket <path>]
 //       A folder written by `sandbox-conformance package`. It is packed with `npm pack` and
 //       installed with the host's own command (`npm install <tgz> --prefix <dir> --save
 //       --ignore-scripts`), then found by the host's npm discovery.
@@ -36,6 +41,7 @@ import { register } from "node:module";
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -50,8 +56,12 @@ const HOST_VERSION = JSON.parse(
 
 const [mode, source, ...rest] = process.argv.slice(2);
 let config = {};
+let withSync = false;
+let engineSocket = null;
 for (let i = 0; i < rest.length; i++) {
   if (rest[i] === "--config") config = JSON.parse(rest[++i]);
+  else if (rest[i] === "--sync") withSync = true;
+  else if (rest[i] === "--engine-socket") engineSocket = rest[++i];
   else fail(`unknown argument ${rest[i]}`);
 }
 if (!["packaged", "official-fixture"].includes(mode) || !source) {
@@ -70,6 +80,18 @@ function step(message) {
 }
 function npm(args, cwd) {
   return execFileSync("npm", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
+}
+// GET on a Docker-API engine's unix socket; resolves to the parsed JSON body.
+function engineGet(socketPath, urlPath) {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ socketPath, path: urlPath }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c) => (body += c));
+      res.on("end", () => (res.statusCode === 200 ? resolve(JSON.parse(body)) : reject(new Error(`engine answered ${res.statusCode}`))));
+    });
+    req.on("error", reject);
+  });
 }
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -251,10 +273,16 @@ async function main() {
   check(exec?.exitCode === 0 && exec.stdout === "hi\n" && exec.timedOut === false,
     `environmentExecute returned ${JSON.stringify(exec)}`);
   step(`environmentExecute sh -c 'echo hi' -> exitCode 0, stdout ${JSON.stringify(exec.stdout)}`);
+  if (withSync) await syncRoundTrip(call, base, hostLease, driver);
   const released = await call("environmentReleaseLease", { ...base, providerLeaseId: lease.providerLeaseId, leaseMetadata: hostLease.metadata });
   check(released === null || released?.providerLeaseId === lease.providerLeaseId,
     `environmentReleaseLease returned ${JSON.stringify(released)}`);
   step(`environmentReleaseLease -> ${JSON.stringify(released)}`);
+  if (withSync) {
+    const d1 = await call("environmentDestroyLease", { ...base, providerLeaseId: lease.providerLeaseId, leaseMetadata: hostLease.metadata });
+    check(d1 === null || d1?.state === "destroyed", `environmentDestroyLease after release returned ${JSON.stringify(d1)}`);
+    step(`environmentDestroyLease ${lease.providerLeaseId} after release -> ${JSON.stringify(d1)}`);
+  }
 
   const lease2 = await call("environmentAcquireLease", { ...base, runId: randomUUID() });
   check(typeof lease2?.providerLeaseId === "string" && lease2.providerLeaseId, `second acquire returned ${JSON.stringify(lease2)}`);
@@ -262,6 +290,13 @@ async function main() {
   check(destroyed === null || (destroyed?.providerLeaseId === lease2.providerLeaseId && destroyed.state === "destroyed"),
     `environmentDestroyLease returned ${JSON.stringify(destroyed)}`);
   step(`environmentDestroyLease ${lease2.providerLeaseId} -> ${JSON.stringify(destroyed)}`);
+
+  if (engineSocket) {
+    const filters = encodeURIComponent(JSON.stringify({ label: [`paperclip-company-id=${companyId}`] }));
+    const left = await engineGet(engineSocket, `/containers/json?all=1&filters=${filters}`);
+    check(Array.isArray(left) && left.length === 0, `containers of this run left in the engine: ${JSON.stringify(left.map((c) => c.Id))}`);
+    step(`engine: no container of company ${companyId} left`);
+  }
 
   // --- graceful stop ----------------------------------------------------------------------
   const stopStart = Date.now();
@@ -291,4 +326,48 @@ async function main() {
   const unhandled = hostLog.filter((r) => r.msg === "worker called unregistered host method");
   if (unhandled.length) step(`note: worker called host methods this harness does not serve: ${unhandled.map((r) => r.method)}`);
   console.log(`interop OK (${mode})`);
+}
+
+// syncIn of a small tree (with a file whose bytes are not text) to where the host puts its
+// uploads (below the lease's remoteCwd, .paperclip-runtime/), an execute that reads it there,
+// then syncOut of the same tree back to this machine; the bytes must match.
+async function syncRoundTrip(call, base, hostLease, driver) {
+  const caps = driver.sandboxCapabilities ?? {};
+  check(caps.nativeSyncIn && caps.nativeSyncOut, "--sync needs nativeSyncIn and nativeSyncOut");
+  const remoteCwd = String(hostLease.metadata.remoteCwd ?? "").trim();
+  check(remoteCwd.startsWith("/"), `the lease has no remoteCwd: ${JSON.stringify(hostLease.metadata)}`);
+  const src = path.join(work, "sync-src");
+  fs.mkdirSync(path.join(src, "sub"), { recursive: true });
+  const binary = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+  fs.writeFileSync(path.join(src, "sub", "bytes.bin"), binary);
+  fs.writeFileSync(path.join(src, "hello.txt"), "hello from the host\n");
+  const target = `${remoteCwd}/.paperclip-runtime/interop/tree`;
+  const inRes = await call("environmentSyncIn", {
+    ...base,
+    lease: hostLease,
+    operations: [{ operationId: "interop-in", files: [{ sourcePath: src, targetPath: target, kind: "directory" }] }],
+  });
+  check(inRes?.operations?.[0]?.filesTransferred === 2, `environmentSyncIn returned ${JSON.stringify(inRes)}`);
+  step(`environmentSyncIn ${src} -> ${target}: ${JSON.stringify(inRes.operations[0])}`);
+  const seen = await call("environmentExecute", {
+    ...base,
+    lease: hostLease,
+    command: "sh",
+    args: ["-c", `cat ${target}/hello.txt && wc -c < ${target}/sub/bytes.bin`],
+    timeoutMs: 30_000,
+    bypassSession: true,
+  });
+  check(seen?.exitCode === 0 && seen.stdout.replace(/\s+/g, " ").trim() === "hello from the host 256",
+    `the synced files are not in the sandbox: ${JSON.stringify(seen)}`);
+  step("environmentExecute sees the synced tree in the sandbox");
+  const back = path.join(work, "sync-back");
+  const outRes = await call("environmentSyncOut", {
+    ...base,
+    lease: hostLease,
+    operations: [{ operationId: "interop-out", files: [{ sourcePath: target, targetPath: back, kind: "directory" }] }],
+  });
+  check(outRes?.operations?.[0]?.operationId === "interop-out", `environmentSyncOut returned ${JSON.stringify(outRes)}`);
+  check(fs.readFileSync(path.join(back, "sub", "bytes.bin")).equals(binary), "syncOut bytes differ");
+  check(fs.readFileSync(path.join(back, "hello.txt"), "utf8") === "hello from the host\n", "syncOut text differs");
+  step(`environmentSyncOut ${target} -> ${back}: bytes identical`);
 }

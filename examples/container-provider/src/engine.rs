@@ -1,0 +1,316 @@
+//! The Docker Engine API, through [`bollard`]: connections, containers, labels, archives.
+//!
+//! One [`Engine`] per engine address, its API version negotiated once (Docker 25+ refuses old
+//! versions, podman's compatible service refuses newer ones). Engine errors become
+//! [`EngineError`]: the HTTP status (or "unreachable") and the operation, never the engine's
+//! own text, which may quote configured values (it is logged at debug level instead).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use bollard::models::{ContainerCreateBody, ContainerInspectResponse, ContainerSummary};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
+    StopContainerOptionsBuilder,
+};
+use bollard::Docker;
+
+/// The label every container of this provider carries (`paperclip-provider=container`).
+pub const LABEL_PROVIDER: &str = "paperclip-provider";
+/// The value of [`LABEL_PROVIDER`].
+pub const PROVIDER_LABEL_VALUE: &str = "container";
+/// Label: the company.
+pub const LABEL_COMPANY: &str = "paperclip-company-id";
+/// Label: the environment.
+pub const LABEL_ENVIRONMENT: &str = "paperclip-environment-id";
+/// Label: the run.
+pub const LABEL_RUN: &str = "paperclip-run-id";
+/// Label: `"true"` for a reusable lease.
+pub const LABEL_REUSE: &str = "paperclip-reuse-lease";
+/// Label: the lease's expiry (RFC 3339), when the host asked for one.
+pub const LABEL_EXPIRES_AT: &str = "paperclip-expires-at";
+
+/// Timeout of one engine request's answer (not of a streamed body).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Attempts of a read (inspect, list) that failed in transport: a busy engine may drop a
+/// connection; a read is safe to repeat.
+const READ_ATTEMPTS: u32 = 3;
+
+/// Repeats `read` after a transport failure (no HTTP status), with a short backoff.
+async fn retry_read<T, F, Fut>(mut read: F) -> EngineResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = EngineResult<T>>,
+{
+    let mut attempt = 1;
+    loop {
+        match read().await {
+            Err(e) if e.status.is_none() && attempt < READ_ATTEMPTS => {
+                tracing::debug!(error = %e, attempt, "engine read failed in transport; retrying");
+                tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A failed engine call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError {
+    /// What was asked (`create container`, `start container`…).
+    pub operation: &'static str,
+    /// The HTTP status, when the engine answered.
+    pub status: Option<u16>,
+    /// Why, in this provider's words.
+    pub reason: String,
+}
+
+impl EngineError {
+    /// Wraps a bollard error (the engine's text goes to the debug log only).
+    pub fn from_bollard(operation: &'static str, e: bollard::errors::Error) -> Self {
+        use bollard::errors::Error as B;
+        match e {
+            B::DockerResponseServerError { status_code, message } => {
+                tracing::debug!(operation, status_code, engine_message = %message, "engine error");
+                EngineError {
+                    operation,
+                    status: Some(status_code),
+                    reason: match status_code {
+                        304 => "already in that state".to_owned(),
+                        404 => "not found".to_owned(),
+                        409 => "conflict".to_owned(),
+                        400..=499 => "refused".to_owned(),
+                        _ => "engine failure".to_owned(),
+                    },
+                }
+            }
+            B::SocketNotFoundError(_) => EngineError {
+                operation,
+                status: None,
+                reason: "the engine socket does not exist".to_owned(),
+            },
+            B::RequestTimeoutError => {
+                EngineError { operation, status: None, reason: "no answer in time".to_owned() }
+            }
+            other => {
+                tracing::debug!(operation, error = %other, "engine transport error");
+                EngineError {
+                    operation,
+                    status: None,
+                    reason: "the engine is unreachable or closed the connection".to_owned(),
+                }
+            }
+        }
+    }
+
+    /// A local timeout around a call.
+    pub fn timeout(operation: &'static str) -> Self {
+        EngineError { operation, status: None, reason: "no answer in time".to_owned() }
+    }
+
+    /// The engine answered 404.
+    pub fn is_not_found(&self) -> bool {
+        self.status == Some(404)
+    }
+
+    /// The engine answered and refused (4xx other than 404): nothing was allocated.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self.status, Some(400..=499))
+    }
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.status {
+            Some(s) => {
+                write!(f, "{} failed: the engine answered {s} ({})", self.operation, self.reason)
+            }
+            None => write!(f, "{} failed: {}", self.operation, self.reason),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// Result of an engine call.
+pub type EngineResult<T> = Result<T, EngineError>;
+
+/// A connection to one engine.
+#[derive(Clone)]
+pub struct Engine {
+    docker: Docker,
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine").finish_non_exhaustive()
+    }
+}
+
+/// Engines by address, so each worker negotiates once per engine.
+#[derive(Debug, Default)]
+pub struct Engines(tokio::sync::Mutex<HashMap<String, Engine>>);
+
+impl Engines {
+    /// The engine at `host` (`unix:///…`, `tcp://…`, `http://…`).
+    pub async fn get(&self, host: &str) -> EngineResult<Engine> {
+        let mut map = self.0.lock().await;
+        if let Some(e) = map.get(host) {
+            return Ok(e.clone());
+        }
+        let engine = Engine::connect(host).await?;
+        map.insert(host.to_owned(), engine.clone());
+        Ok(engine)
+    }
+
+    /// Forgets the engine at `host` (after a transport failure, so the next call reconnects).
+    pub async fn forget(&self, host: &str) {
+        self.0.lock().await.remove(host);
+    }
+}
+
+impl Engine {
+    /// Connects and negotiates the API version.
+    pub async fn connect(host: &str) -> EngineResult<Engine> {
+        let op = "connect to the engine";
+        let version = bollard::ClientVersion { major_version: 1, minor_version: 41 };
+        let docker = if let Some(path) = host.strip_prefix("unix://") {
+            Docker::connect_with_unix(path, REQUEST_TIMEOUT.as_secs(), &version)
+        } else {
+            let addr = host.replacen("tcp://", "http://", 1);
+            Docker::connect_with_http(&addr, REQUEST_TIMEOUT.as_secs(), &version)
+        }
+        .map_err(|e| EngineError::from_bollard(op, e))?;
+        // Ask the server's version and use the lower of both (bollard's negotiation).
+        let docker =
+            docker.negotiate_version().await.map_err(|e| EngineError::from_bollard(op, e))?;
+        Ok(Engine { docker })
+    }
+
+    /// The bollard client.
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    /// `GET /_ping`.
+    pub async fn ping(&self) -> EngineResult<()> {
+        self.docker.ping().await.map(|_| ()).map_err(|e| EngineError::from_bollard("ping", e))
+    }
+
+    /// True when `image` is present in the engine.
+    pub async fn image_present(&self, image: &str) -> EngineResult<bool> {
+        retry_read(|| self.image_present_once(image)).await
+    }
+
+    async fn image_present_once(&self, image: &str) -> EngineResult<bool> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => Ok(true),
+            Err(e) => {
+                let e = EngineError::from_bollard("inspect image", e);
+                if e.is_not_found() {
+                    Ok(false)
+                } else {
+                    Err(e)
+                }
+            }
+        }
+    }
+
+    /// `POST /containers/create?name=…`: the new container's id.
+    pub async fn create(&self, name: &str, body: ContainerCreateBody) -> EngineResult<String> {
+        let options = CreateContainerOptionsBuilder::default().name(name).build();
+        self.docker
+            .create_container(Some(options), body)
+            .await
+            .map(|r| r.id)
+            .map_err(|e| EngineError::from_bollard("create container", e))
+    }
+
+    /// `POST /containers/{id}/start`; already running is success.
+    pub async fn start(&self, id: &str) -> EngineResult<()> {
+        match self.docker.start_container(id, None).await {
+            Ok(()) => Ok(()),
+            Err(e) => match EngineError::from_bollard("start container", e) {
+                e if e.status == Some(304) => Ok(()),
+                e => Err(e),
+            },
+        }
+    }
+
+    /// `POST /containers/{id}/stop?t=…`; already stopped is success, missing is `Ok(false)`.
+    pub async fn stop(&self, id: &str, grace_secs: i32) -> EngineResult<bool> {
+        let options = StopContainerOptionsBuilder::default().t(grace_secs).build();
+        match self.docker.stop_container(id, Some(options)).await {
+            Ok(()) => Ok(true),
+            Err(e) => match EngineError::from_bollard("stop container", e) {
+                e if e.status == Some(304) => Ok(true),
+                e if e.is_not_found() => Ok(false),
+                e => Err(e),
+            },
+        }
+    }
+
+    /// `DELETE /containers/{id}?force=1&v=1` (with its anonymous volumes); missing is
+    /// `Ok(false)`.
+    pub async fn remove(&self, id: &str) -> EngineResult<bool> {
+        let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
+        match self.docker.remove_container(id, Some(options)).await {
+            Ok(()) => Ok(true),
+            Err(e) => match EngineError::from_bollard("remove container", e) {
+                e if e.is_not_found() => Ok(false),
+                e => Err(e),
+            },
+        }
+    }
+
+    /// `GET /containers/{id}/json`; missing is `None`.
+    pub async fn inspect(&self, id: &str) -> EngineResult<Option<ContainerInspectResponse>> {
+        retry_read(|| self.inspect_once(id)).await
+    }
+
+    async fn inspect_once(&self, id: &str) -> EngineResult<Option<ContainerInspectResponse>> {
+        match self.docker.inspect_container(id, None).await {
+            Ok(c) => Ok(Some(c)),
+            Err(e) => match EngineError::from_bollard("inspect container", e) {
+                e if e.is_not_found() => Ok(None),
+                e => Err(e),
+            },
+        }
+    }
+
+    /// Containers (running or not) carrying every label of `labels`.
+    pub async fn list_labelled(
+        &self,
+        labels: &[(&str, &str)],
+    ) -> EngineResult<Vec<ContainerSummary>> {
+        let filter: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let filters = HashMap::from([("label".to_owned(), filter)]);
+        retry_read(|| async {
+            let options =
+                ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+            self.docker
+                .list_containers(Some(options))
+                .await
+                .map_err(|e| EngineError::from_bollard("list containers", e))
+        })
+        .await
+    }
+}
+
+/// The labels of an inspected container.
+pub fn labels_of(c: &ContainerInspectResponse) -> HashMap<String, String> {
+    c.config.as_ref().and_then(|c| c.labels.clone()).unwrap_or_default()
+}
+
+/// True when an inspected container is running.
+pub fn is_running(c: &ContainerInspectResponse) -> bool {
+    c.state.as_ref().and_then(|s| s.running).unwrap_or(false)
+}
+
+/// The name of an inspected container, without the engine's leading `/`.
+pub fn name_of(c: &ContainerInspectResponse) -> String {
+    c.name.as_deref().unwrap_or_default().trim_start_matches('/').to_owned()
+}

@@ -1,0 +1,469 @@
+//! Running one command in a lease container through the engine's exec API.
+//!
+//! * **No shell in between.** The command and its arguments reach the container as an argv;
+//!   a small `sh` wrapper in front of them only records its process id (see below) and
+//!   removes that record when the command ends. `;`, `$()` and quotes in arguments arrive
+//!   literally.
+//! * **stdin** is attached when the host sends some: the bytes are written, then the write
+//!   half of the connection is shut down, so the command reads end-of-file.
+//! * **Output** streams as it arrives (`on_chunk`, decoded as UTF-8 without splitting a
+//!   character between chunks) and is kept whole up to [`OUTPUT_CAP_BYTES`] per stream; beyond
+//!   that the result says `stdoutTruncated` / `stderrTruncated`, and the stream keeps being
+//!   drained so the command never blocks on a full pipe.
+//! * **Timeout and cancellation really stop the command.** The engine runs every exec as the
+//!   leader of a new session inside the container, so its process id is also its process
+//!   group; the wrapper writes it to `/tmp/.paperclip-exec/<tag>`. On expiry (or when the call
+//!   is cancelled, the lease released with `cancelActiveWork`, or the worker shut down) a
+//!   second exec sends `SIGKILL` to that whole group, children included, and the first exec's
+//!   stream is awaited until it ends.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bollard::container::LogOutput;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::time::Instant;
+
+use crate::engine::{Engine, EngineError, EngineResult};
+
+/// Output kept per stream: 64 MiB.
+pub const OUTPUT_CAP_BYTES: usize = 64 * 1024 * 1024;
+
+/// How long the stream of a killed command may take to end.
+const DRAIN_AFTER_KILL: Duration = Duration::from_secs(10);
+
+/// The directory (on the lease's `/tmp` tmpfs) where running commands record their group.
+pub const EXEC_DIR: &str = "/tmp/.paperclip-exec";
+
+/// The wrapper: `$1` is the tag, the rest is the command's argv.
+const WRAPPER: &str = "d=/tmp/.paperclip-exec; t=$1; shift; \
+    { [ -d \"$d\" ] || mkdir -p \"$d\"; } 2>/dev/null && echo $$ >\"$d/$t\" 2>/dev/null; \
+    \"$@\"; rc=$?; rm -f \"$d/$t\"; exit $rc";
+
+/// Kills the groups whose tags are the arguments.
+const KILLER: &str = "d=/tmp/.paperclip-exec; for t; do \
+    if [ -f \"$d/$t\" ]; then p=$(cat \"$d/$t\"); \
+    kill -KILL \"-$p\" 2>/dev/null || kill -KILL \"$p\" 2>/dev/null; rm -f \"$d/$t\"; fi; done; exit 0";
+
+/// Which output stream a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// stdout.
+    Stdout,
+    /// stderr.
+    Stderr,
+}
+
+/// Where a running command's output goes as it arrives.
+pub trait OutputSink: Send {
+    /// Takes one decoded chunk; awaiting it may wait for the host (backpressure).
+    fn chunk(&mut self, stream: Stream, text: String) -> impl Future<Output = ()> + Send;
+}
+
+/// An [`OutputSink`] that keeps nothing (the result still carries the output).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Discard;
+
+impl OutputSink for Discard {
+    async fn chunk(&mut self, _: Stream, _: String) {}
+}
+
+/// One command to run.
+#[derive(Debug, Clone, Default)]
+pub struct ExecSpec {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// `NAME=value` entries.
+    pub env: Vec<String>,
+    /// Working directory inside the container.
+    pub cwd: Option<String>,
+    /// `uid:gid`.
+    pub user: String,
+    /// Bytes written to stdin, then end-of-file.
+    pub stdin: Option<Vec<u8>>,
+    /// Kill the command after this long.
+    pub timeout: Option<Duration>,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOutcome {
+    /// Its exit code (`None` when it was killed for a timeout or a cancellation).
+    pub exit_code: Option<i64>,
+    /// Killed at its timeout.
+    pub timed_out: bool,
+    /// Killed because the call was cancelled.
+    pub cancelled: bool,
+    /// stdout (lossless UTF-8 decoding up to the cap).
+    pub stdout: String,
+    /// stderr.
+    pub stderr: String,
+    /// stdout went past [`OUTPUT_CAP_BYTES`].
+    pub stdout_truncated: bool,
+    /// stderr went past [`OUTPUT_CAP_BYTES`].
+    pub stderr_truncated: bool,
+}
+
+/// The commands running in each container: what `cancelActiveWork`, stop and shutdown kill.
+#[derive(Debug, Clone, Default)]
+pub struct ActiveExecs(Arc<Mutex<HashMap<String, HashSet<String>>>>);
+
+impl ActiveExecs {
+    fn add(&self, container: &str, tag: &str) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(container.to_owned()).or_default().insert(tag.to_owned());
+    }
+
+    fn remove(&self, container: &str, tag: &str) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(set) = map.get_mut(container) {
+            set.remove(tag);
+            if set.is_empty() {
+                map.remove(container);
+            }
+        }
+    }
+
+    /// Tags running in `container`.
+    pub fn tags(&self, container: &str) -> Vec<String> {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(container).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Every container with a running command.
+    pub fn containers(&self) -> Vec<String> {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.keys().cloned().collect()
+    }
+
+    /// Kills every command this worker runs in `container`; the number killed.
+    pub async fn kill_all(&self, engine: &Engine, container: &str, user: &str) -> usize {
+        let tags = self.tags(container);
+        if tags.is_empty() {
+            return 0;
+        }
+        if let Err(e) = kill_tags(engine, container, user, &tags).await {
+            tracing::warn!(container, error = %e, "killing the running commands failed");
+        }
+        tags.len()
+    }
+}
+
+/// Streaming UTF-8 decoding that never splits a character.
+#[derive(Debug, Default)]
+struct Utf8Stream {
+    pending: Vec<u8>,
+}
+
+impl Utf8Stream {
+    fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let mut cut = self.pending.len();
+        // A trailing incomplete sequence (at most 3 bytes) waits for the next chunk.
+        for back in 1..=3.min(self.pending.len()) {
+            let b = self.pending[self.pending.len() - back];
+            if b & 0xC0 == 0x80 {
+                continue;
+            }
+            let need = if b >= 0xF0 {
+                4
+            } else if b >= 0xE0 {
+                3
+            } else if b >= 0xC0 {
+                2
+            } else {
+                1
+            };
+            if need > back {
+                cut = self.pending.len() - back;
+            }
+            break;
+        }
+        let rest = self.pending.split_off(cut);
+        let text = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending = rest;
+        text
+    }
+
+    fn finish(&mut self) -> String {
+        let text = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending.clear();
+        text
+    }
+}
+
+#[derive(Debug, Default)]
+struct Collected {
+    text: String,
+    decoder: Utf8Stream,
+    bytes: usize,
+    truncated: bool,
+}
+
+impl Collected {
+    /// Takes raw bytes; returns the decoded text to stream (nothing past the cap).
+    fn push(&mut self, chunk: &[u8]) -> String {
+        if self.truncated {
+            return String::new();
+        }
+        let room = OUTPUT_CAP_BYTES - self.bytes;
+        let take = if chunk.len() > room {
+            self.truncated = true;
+            &chunk[..room]
+        } else {
+            chunk
+        };
+        self.bytes += take.len();
+        let text = self.decoder.push(take);
+        self.text.push_str(&text);
+        text
+    }
+
+    fn finish(&mut self) -> String {
+        let text = self.decoder.finish();
+        self.text.push_str(&text);
+        text
+    }
+}
+
+/// Sends `SIGKILL` to the process groups recorded under `tags`.
+pub async fn kill_tags(
+    engine: &Engine,
+    container: &str,
+    user: &str,
+    tags: &[String],
+) -> EngineResult<()> {
+    let mut argv = vec!["sh".to_owned(), "-c".to_owned(), KILLER.to_owned(), "sh".to_owned()];
+    argv.extend(tags.iter().cloned());
+    let spec = ExecSpec { argv, user: user.to_owned(), ..ExecSpec::default() };
+    // Boxed: run_raw may call back here (never with a tag of its own, so it never recurses).
+    let out =
+        Box::pin(run_raw(engine, container, &spec, None, Discard, std::future::pending())).await?;
+    tracing::debug!(container, killed = tags.len(), exit = ?out.exit_code, "killed process groups");
+    Ok(())
+}
+
+/// Runs a command and collects its output (no timeout, no registry): for the provider's own
+/// short commands (sync preparation, readiness).
+pub async fn run_simple(
+    engine: &Engine,
+    container: &str,
+    user: &str,
+    argv: Vec<String>,
+) -> EngineResult<ExecOutcome> {
+    let spec = ExecSpec { argv, user: user.to_owned(), ..ExecSpec::default() };
+    run_raw(engine, container, &spec, None, Discard, std::future::pending()).await
+}
+
+/// Runs `spec` in `container` (see the module docs); `on_chunk` receives output as it
+/// arrives; `cancel` completing kills the command.
+pub async fn run(
+    engine: &Engine,
+    container: &str,
+    spec: ExecSpec,
+    active: &ActiveExecs,
+    on_chunk: impl OutputSink,
+    cancel: impl Future<Output = ()>,
+) -> EngineResult<ExecOutcome> {
+    let tag = local_provider::random_hex(12);
+    let mut argv = vec!["sh".to_owned(), "-c".to_owned(), WRAPPER.to_owned(), "sh".to_owned()];
+    argv.push(tag.clone());
+    argv.extend(spec.argv.iter().cloned());
+    let wrapped = ExecSpec { argv, ..spec };
+    active.add(container, &tag);
+    let out = run_raw(engine, container, &wrapped, Some(&tag), on_chunk, cancel).await;
+    active.remove(container, &tag);
+    out
+}
+
+async fn run_raw(
+    engine: &Engine,
+    container: &str,
+    spec: &ExecSpec,
+    tag: Option<&str>,
+    mut on_chunk: impl OutputSink,
+    cancel: impl Future<Output = ()>,
+) -> EngineResult<ExecOutcome> {
+    let docker = engine.docker();
+    let options = CreateExecOptions::<String> {
+        attach_stdin: Some(spec.stdin.is_some()),
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        tty: Some(false),
+        env: Some(spec.env.clone()),
+        cmd: Some(spec.argv.clone()),
+        user: Some(spec.user.clone()),
+        working_dir: spec.cwd.clone(),
+        ..CreateExecOptions::default()
+    };
+    let exec = docker
+        .create_exec(container, options)
+        .await
+        .map_err(|e| EngineError::from_bollard("create exec", e))?;
+    let started = docker
+        .start_exec(
+            &exec.id,
+            Some(StartExecOptions { output_capacity: Some(64 * 1024), ..Default::default() }),
+        )
+        .await
+        .map_err(|e| EngineError::from_bollard("start exec", e))?;
+    let StartExecResults::Attached { mut output, mut input } = started else {
+        return Err(EngineError {
+            operation: "start exec",
+            status: None,
+            reason: "the engine did not attach the output".to_owned(),
+        });
+    };
+    // stdin: write everything, then shut the write half down (end-of-file), concurrently with
+    // reading, so a command that writes before reading cannot deadlock.
+    let stdin = spec.stdin.clone();
+    let writer = async move {
+        if let Some(bytes) = stdin {
+            if let Err(e) = input.write_all(&bytes).await {
+                tracing::debug!(error = %e, "stdin closed early by the command");
+            }
+            let _ = input.shutdown().await;
+        }
+        // Keep the write half alive until the output ends (dropping it may close the
+        // connection on some engines).
+        std::future::pending::<()>().await;
+    };
+    tokio::pin!(writer);
+    tokio::pin!(cancel);
+    let deadline = spec.timeout.map(|t| Instant::now() + t);
+    let sleep = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(sleep);
+
+    let mut stdout = Collected::default();
+    let mut stderr = Collected::default();
+    let mut outcome = ExecOutcome::default();
+    let mut kill_by: Option<Instant> = None;
+    loop {
+        let drain = async {
+            match kill_by {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            item = output.next() => match item {
+                None => break,
+                // Awaiting the sink is the backpressure: while the host does not read, the
+                // output is not read either and the command blocks on its pipe.
+                Some(Ok(LogOutput::StdOut { message })) => {
+                    let text = stdout.push(&message);
+                    if !text.is_empty() { on_chunk.chunk(Stream::Stdout, text).await; }
+                }
+                Some(Ok(LogOutput::StdErr { message })) => {
+                    let text = stderr.push(&message);
+                    if !text.is_empty() { on_chunk.chunk(Stream::Stderr, text).await; }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    // Some engines close the connection instead of ending the stream when the
+                    // command exits before reading all its stdin: a finished exec's output is
+                    // complete.
+                    if kill_by.is_some() || finished(engine, &exec.id).await {
+                        break;
+                    }
+                    return Err(EngineError::from_bollard("read exec output", e));
+                }
+            },
+            _ = &mut writer => {}
+            _ = &mut sleep, if kill_by.is_none() => {
+                outcome.timed_out = true;
+                kill(engine, container, &spec.user, tag).await;
+                kill_by = Some(Instant::now() + DRAIN_AFTER_KILL);
+            }
+            _ = &mut cancel, if kill_by.is_none() => {
+                outcome.cancelled = true;
+                kill(engine, container, &spec.user, tag).await;
+                kill_by = Some(Instant::now() + DRAIN_AFTER_KILL);
+            }
+            _ = drain => {
+                tracing::warn!(container, "the output of a killed command did not end; giving up on it");
+                break;
+            }
+        }
+    }
+    for (c, s) in [(&mut stdout, Stream::Stdout), (&mut stderr, Stream::Stderr)] {
+        let text = c.finish();
+        if !text.is_empty() {
+            on_chunk.chunk(s, text).await;
+        }
+    }
+    if kill_by.is_none() {
+        outcome.exit_code = exit_code(engine, &exec.id).await?;
+    }
+    outcome.stdout = stdout.text;
+    outcome.stderr = stderr.text;
+    outcome.stdout_truncated = stdout.truncated;
+    outcome.stderr_truncated = stderr.truncated;
+    Ok(outcome)
+}
+
+async fn kill(engine: &Engine, container: &str, user: &str, tag: Option<&str>) {
+    let Some(tag) = tag else { return };
+    if let Err(e) = kill_tags(engine, container, user, &[tag.to_owned()]).await {
+        tracing::warn!(container, error = %e, "killing a command failed");
+    }
+}
+
+/// True when the engine reports the exec no longer running.
+async fn finished(engine: &Engine, exec_id: &str) -> bool {
+    let info = engine.docker().inspect_exec(exec_id).await;
+    info.is_ok_and(|i| i.running == Some(false))
+}
+
+/// The exit code once the engine reports the exec finished (it may lag the stream's end).
+async fn exit_code(engine: &Engine, exec_id: &str) -> EngineResult<Option<i64>> {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let info = engine
+            .docker()
+            .inspect_exec(exec_id)
+            .await
+            .map_err(|e| EngineError::from_bollard("inspect exec", e))?;
+        if info.running != Some(true) || Instant::now() >= until {
+            return Ok(info.exit_code);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_is_never_split() {
+        let mut d = Utf8Stream::default();
+        let bytes = "aé€😀".as_bytes();
+        let mut out = String::new();
+        for b in bytes {
+            out.push_str(&d.push(&[*b]));
+        }
+        out.push_str(&d.finish());
+        assert_eq!(out, "aé€😀");
+        let mut d = Utf8Stream::default();
+        assert_eq!(d.push(&[0xE2, 0x82]), "");
+        assert_eq!(d.push(&[0xAC, b'x']), "€x");
+    }
+
+    #[test]
+    fn output_is_capped_and_flagged() {
+        let mut c = Collected { bytes: OUTPUT_CAP_BYTES - 2, ..Collected::default() };
+        assert_eq!(c.push(b"abcd"), "ab");
+        assert!(c.truncated);
+        assert_eq!(c.push(b"ef"), "");
+    }
+}

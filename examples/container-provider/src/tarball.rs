@@ -1,0 +1,473 @@
+//! The host side of native sync: tar streams built from, and unpacked into, this machine's
+//! files, chunk by chunk (memory stays bounded by [`CHUNK`] and the channel depth; nothing is
+//! staged in a temporary archive).
+//!
+//! The rules are the local example's (`local_provider::copy`): a mapping's `mode` applies to
+//! every file written, otherwise a file keeps its permission bits; symlinks follow tar's `-h`
+//! (kept as links, or with `followSymlinks` their targets copied; dangling links and
+//! directory cycles refused); excludes match the path relative to the mapping root or a
+//! basename and skip an excluded directory whole; entries named `.paperclip-upload*`, special
+//! files and hard links are skipped. When unpacking, every entry is confined to the target: a
+//! name with `..` or a root, or one below a symlink the archive itself created, is refused.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+
+use bytes::Bytes;
+use local_provider::error::{ErrorKind, LocalError, Result};
+use local_provider::glob::Excludes;
+use tokio::sync::mpsc;
+
+/// Bytes per chunk sent to, or read from, the engine.
+pub const CHUNK: usize = 256 * 1024;
+
+/// The reserved prefix of staging names.
+pub const STAGING_PREFIX: &str = ".paperclip-upload";
+
+/// What a mapping transferred.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Transfer {
+    /// Files and symlinks written.
+    pub files: u64,
+    /// Bytes of file content written.
+    pub bytes: u64,
+}
+
+/// How one mapping is packed or unpacked.
+#[derive(Debug)]
+pub struct Rules {
+    /// Permission bits of every file written.
+    pub mode: Option<u32>,
+    /// Exclude patterns.
+    pub excludes: Excludes,
+    /// Copy link targets instead of links.
+    pub follow_symlinks: bool,
+    /// Owner of the entries in the container.
+    pub uid: u64,
+    /// Group of the entries in the container.
+    pub gid: u64,
+}
+
+/// A `Write` that sends full chunks down a channel (the upload body).
+pub struct ChannelWriter {
+    tx: mpsc::Sender<io::Result<Bytes>>,
+    buf: Vec<u8>,
+}
+
+impl ChannelWriter {
+    /// A writer feeding `tx`.
+    pub fn new(tx: mpsc::Sender<io::Result<Bytes>>) -> Self {
+        ChannelWriter { tx, buf: Vec::with_capacity(CHUNK) }
+    }
+
+    fn send(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
+        self.tx
+            .blocking_send(Ok(chunk))
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the upload ended"))
+    }
+}
+
+impl Write for ChannelWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let n = data.len().min(CHUNK - self.buf.len());
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.send()
+    }
+}
+
+/// A `Read` over chunks received from a channel (the download body).
+pub struct ChannelReader {
+    rx: mpsc::Receiver<io::Result<Bytes>>,
+    current: Bytes,
+}
+
+impl ChannelReader {
+    /// A reader draining `rx`.
+    pub fn new(rx: mpsc::Receiver<io::Result<Bytes>>) -> Self {
+        ChannelReader { rx, current: Bytes::new() }
+    }
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rx.blocking_recv() {
+                None => return Ok(0),
+                Some(Err(e)) => return Err(e),
+                Some(Ok(b)) => self.current = b,
+            }
+        }
+        let n = out.len().min(self.current.len());
+        out[..n].copy_from_slice(&self.current[..n]);
+        let _ = self.current.split_to(n);
+        Ok(n)
+    }
+}
+
+fn io_err<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(io::Error) -> LocalError + 'a {
+    move |e| LocalError::io(format!("{what} {}", path.display()), e)
+}
+
+fn reserved(name: &str) -> bool {
+    name.starts_with(STAGING_PREFIX)
+}
+
+fn header(kind: tar::EntryType, mode: u32, size: u64, rules: &Rules) -> tar::Header {
+    let mut h = tar::Header::new_gnu();
+    h.set_entry_type(kind);
+    h.set_mode(mode);
+    h.set_size(size);
+    h.set_uid(rules.uid);
+    h.set_gid(rules.gid);
+    h.set_mtime(0);
+    h
+}
+
+/// Packs `source` (a file, or a directory tree) as the archive entry `name` (a single path
+/// component) into `out`.
+pub fn pack<W: Write>(
+    source: &Path,
+    name: &str,
+    directory: bool,
+    rules: &Rules,
+    out: W,
+) -> Result<Transfer> {
+    let mut builder = tar::Builder::new(out);
+    builder.follow_symlinks(false);
+    let mut transfer = Transfer::default();
+    let meta = fs::symlink_metadata(source).map_err(io_err("reading", source))?;
+    let meta = if meta.file_type().is_symlink() && (rules.follow_symlinks || directory) {
+        fs::metadata(source).map_err(io_err("following", source))?
+    } else {
+        meta
+    };
+    if directory {
+        if !meta.is_dir() {
+            return Err(LocalError::new(
+                ErrorKind::InvalidParams,
+                "a directory mapping's source is not a directory",
+            ));
+        }
+        let mut stack = HashSet::new();
+        pack_dir(&mut builder, source, name, "", rules, &mut stack, &mut transfer)?;
+    } else {
+        if meta.is_dir() {
+            return Err(LocalError::new(
+                ErrorKind::InvalidParams,
+                "a file mapping's source is a directory",
+            ));
+        }
+        pack_entry(&mut builder, source, &meta, name, rules, &mut transfer)?;
+    }
+    let mut out = builder.into_inner().map_err(|e| LocalError::io("finishing the archive", e))?;
+    out.flush().map_err(|e| LocalError::io("sending the archive", e))?;
+    Ok(transfer)
+}
+
+fn pack_dir<W: Write>(
+    b: &mut tar::Builder<W>,
+    dir: &Path,
+    name: &str,
+    rel: &str,
+    rules: &Rules,
+    stack: &mut HashSet<(u64, u64)>,
+    t: &mut Transfer,
+) -> Result<()> {
+    let meta = fs::metadata(dir).map_err(io_err("reading", dir))?;
+    if !stack.insert((meta.dev(), meta.ino())) {
+        return Err(LocalError::new(
+            ErrorKind::InvalidParams,
+            "a followed symlink makes a directory cycle",
+        ));
+    }
+    let mut h = header(tar::EntryType::Directory, meta.mode() & 0o777 | 0o700, 0, rules);
+    b.append_data(&mut h, format!("{name}/"), io::empty())
+        .map_err(|e| LocalError::io("packing", e))?;
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .map_err(io_err("listing", dir))?
+        .collect::<io::Result<_>>()
+        .map_err(io_err("listing", dir))?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let Some(child) = entry.file_name().to_str().map(str::to_owned) else {
+            tracing::warn!("skipping a file whose name is not UTF-8");
+            continue;
+        };
+        if reserved(&child) {
+            continue;
+        }
+        let child_rel = if rel.is_empty() { child.clone() } else { format!("{rel}/{child}") };
+        if rules.excludes.is_excluded(&child_rel) {
+            continue;
+        }
+        let path = entry.path();
+        let mut meta = fs::symlink_metadata(&path).map_err(io_err("reading", &path))?;
+        if meta.file_type().is_symlink() && rules.follow_symlinks {
+            meta = fs::metadata(&path).map_err(|e| {
+                LocalError::io(format!("following the symlink {}", path.display()), e)
+            })?;
+        }
+        let entry_name = format!("{name}/{child}");
+        if meta.is_dir() {
+            pack_dir(b, &path, &entry_name, &child_rel, rules, stack, t)?;
+        } else {
+            pack_entry(b, &path, &meta, &entry_name, rules, t)?;
+        }
+    }
+    stack.remove(&(meta.dev(), meta.ino()));
+    Ok(())
+}
+
+fn pack_entry<W: Write>(
+    b: &mut tar::Builder<W>,
+    path: &Path,
+    meta: &fs::Metadata,
+    name: &str,
+    rules: &Rules,
+    t: &mut Transfer,
+) -> Result<()> {
+    let ft = meta.file_type();
+    if ft.is_symlink() {
+        let target = fs::read_link(path).map_err(io_err("reading the link", path))?;
+        let mut h = header(tar::EntryType::Symlink, 0o777, 0, rules);
+        b.append_link(&mut h, name, &target).map_err(|e| LocalError::io("packing a link", e))?;
+        t.files += 1;
+    } else if ft.is_file() {
+        let mode = rules.mode.unwrap_or(meta.mode() & 0o777);
+        let file = File::open(path).map_err(io_err("opening", path))?;
+        let mut h = header(tar::EntryType::Regular, mode, meta.len(), rules);
+        // A file that changes size while packed would corrupt the stream: pack exactly its
+        // size at open time.
+        b.append_data(&mut h, name, file.take(meta.len()))
+            .map_err(|e| LocalError::io("packing", e))?;
+        t.files += 1;
+        t.bytes += meta.len();
+    }
+    Ok(())
+}
+
+/// The target-relative path of an archive entry named `<root>/<rest>` (or `<root>`): refused
+/// when it is not below the root or names a parent.
+fn relative_of(entry: &Path) -> Result<Option<PathBuf>> {
+    let mut comps = entry.components();
+    match comps.next() {
+        Some(Component::Normal(_)) => {}
+        Some(Component::CurDir) => return relative_of(comps.as_path()),
+        _ => {
+            return Err(LocalError::new(ErrorKind::Confinement, "an archive entry leaves its root"))
+        }
+    }
+    let mut rel = PathBuf::new();
+    for c in comps {
+        match c {
+            Component::Normal(n) => rel.push(n),
+            Component::CurDir => {}
+            _ => {
+                return Err(LocalError::new(
+                    ErrorKind::Confinement,
+                    "an archive entry leaves its root",
+                ))
+            }
+        }
+    }
+    Ok(Some(rel))
+}
+
+/// Unpacks an archive whose entries are `<root>` or `<root>/…` into `target` (a directory
+/// mapping: `target` is removed first and recreated; a file mapping: the single file is
+/// written atomically over `target`).
+pub fn unpack<R: Read>(
+    input: R,
+    target: &Path,
+    directory: bool,
+    rules: &Rules,
+) -> Result<Transfer> {
+    let mut archive = tar::Archive::new(input);
+    let mut t = Transfer::default();
+    let parent = target.parent().ok_or_else(|| LocalError::invalid("targetPath has no parent"))?;
+    fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
+    if directory {
+        match fs::symlink_metadata(target) {
+            Ok(m) if m.is_dir() => {
+                fs::remove_dir_all(target).map_err(io_err("replacing", target))?
+            }
+            Ok(_) => fs::remove_file(target).map_err(io_err("replacing", target))?,
+            Err(_) => {}
+        }
+        fs::create_dir(target).map_err(io_err("creating", target))?;
+    }
+    let mut links: HashSet<PathBuf> = HashSet::new();
+    let mut wrote_file = false;
+    for entry in archive.entries().map_err(|e| LocalError::io("reading the archive", e))? {
+        let mut entry = entry.map_err(|e| LocalError::io("reading the archive", e))?;
+        let name = entry.path().map_err(|e| LocalError::io("reading the archive", e))?.into_owned();
+        let Some(rel) = relative_of(&name)? else { continue };
+        let rel_str = rel.to_string_lossy().into_owned();
+        if rel.components().any(|c| reserved(&c.as_os_str().to_string_lossy())) {
+            continue;
+        }
+        if !rel_str.is_empty() && rules.excludes.is_excluded(&rel_str) {
+            continue;
+        }
+        if rel.ancestors().skip(1).any(|a| links.contains(a)) {
+            return Err(LocalError::new(
+                ErrorKind::Confinement,
+                "an archive entry lies below a symlink",
+            ));
+        }
+        let kind = entry.header().entry_type();
+        let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
+        if !directory {
+            if !rel_str.is_empty() || wrote_file {
+                continue;
+            }
+            if kind.is_dir() {
+                return Err(LocalError::new(
+                    ErrorKind::InvalidParams,
+                    "a file mapping's source is a directory",
+                ));
+            }
+            write_atomic(&mut entry, target, kind, rules.mode.unwrap_or(mode), &mut t)?;
+            wrote_file = true;
+            continue;
+        }
+        let path = target.join(&rel);
+        if kind.is_dir() {
+            if !rel_str.is_empty() {
+                fs::create_dir_all(&path).map_err(io_err("creating", &path))?;
+            }
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode | 0o700))
+                .map_err(io_err("setting the mode of", &path))?;
+        } else if kind.is_symlink() {
+            let link = entry
+                .link_name()
+                .map_err(|e| LocalError::io("reading the archive", e))?
+                .ok_or_else(|| LocalError::invalid("a symlink entry without a target"))?;
+            std::os::unix::fs::symlink(&link, &path).map_err(io_err("creating the link", &path))?;
+            links.insert(rel.clone());
+            t.files += 1;
+        } else if kind.is_file() {
+            let mode = rules.mode.unwrap_or(mode);
+            let mut f = File::create(&path).map_err(io_err("creating", &path))?;
+            let n = io::copy(&mut entry, &mut f).map_err(io_err("writing", &path))?;
+            f.set_permissions(fs::Permissions::from_mode(mode))
+                .map_err(io_err("setting the mode of", &path))?;
+            t.files += 1;
+            t.bytes += n;
+        }
+    }
+    if !directory && !wrote_file {
+        return Err(LocalError::new(ErrorKind::NotFound, "the archive held no file"));
+    }
+    Ok(t)
+}
+
+fn write_atomic<R: Read>(
+    entry: &mut R,
+    target: &Path,
+    kind: tar::EntryType,
+    mode: u32,
+    t: &mut Transfer,
+) -> Result<()> {
+    let dir = target.parent().unwrap_or(Path::new("/"));
+    let staging = dir.join(format!("{STAGING_PREFIX}-{}", local_provider::random_hex(8)));
+    let result = (|| {
+        if kind.is_file() {
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&staging)
+                .map_err(io_err("creating", &staging))?;
+            f.set_permissions(fs::Permissions::from_mode(0o600))
+                .map_err(io_err("setting the mode of", &staging))?;
+            let n = io::copy(entry, &mut f).map_err(io_err("writing", &staging))?;
+            f.set_permissions(fs::Permissions::from_mode(mode))
+                .map_err(io_err("setting the mode of", &staging))?;
+            f.sync_all().map_err(io_err("syncing", &staging))?;
+            t.bytes += n;
+        } else {
+            return Err(LocalError::new(
+                ErrorKind::InvalidParams,
+                "a file mapping's source is not a regular file",
+            ));
+        }
+        fs::rename(&staging, target).map_err(io_err("replacing", target))?;
+        t.files += 1;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&staging);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(mode: Option<u32>, excludes: &[&str]) -> Rules {
+        Rules {
+            mode,
+            excludes: Excludes::new(excludes).unwrap(),
+            follow_symlinks: false,
+            uid: 1000,
+            gid: 1000,
+        }
+    }
+
+    #[test]
+    fn pack_then_unpack_round_trips_with_modes_links_and_excludes() {
+        let src = tempfile::tempdir().unwrap();
+        fs::create_dir_all(src.path().join("a/b")).unwrap();
+        fs::write(src.path().join("a/b/f.txt"), b"hello").unwrap();
+        fs::write(src.path().join("skip.log"), b"no").unwrap();
+        fs::write(src.path().join(".paperclip-upload-x"), b"no").unwrap();
+        std::os::unix::fs::symlink("a/b/f.txt", src.path().join("link")).unwrap();
+        let mut tar = Vec::new();
+        let t = pack(src.path(), "tree", true, &rules(Some(0o640), &["*.log"]), &mut tar).unwrap();
+        assert_eq!(t, Transfer { files: 2, bytes: 5 });
+        let dst = tempfile::tempdir().unwrap();
+        let target = dst.path().join("out");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("stale"), b"old").unwrap();
+        let t = unpack(&tar[..], &target, true, &rules(None, &[])).unwrap();
+        assert_eq!(t, Transfer { files: 2, bytes: 5 });
+        assert_eq!(fs::read(target.join("a/b/f.txt")).unwrap(), b"hello");
+        assert_eq!(fs::metadata(target.join("a/b/f.txt")).unwrap().mode() & 0o777, 0o640);
+        assert_eq!(fs::read_link(target.join("link")).unwrap(), Path::new("a/b/f.txt"));
+        assert!(!target.join("stale").exists() && !target.join("skip.log").exists());
+    }
+
+    #[test]
+    fn unpack_refuses_escapes() {
+        let mut b = tar::Builder::new(Vec::new());
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_size(0);
+        b.append_link(&mut h, "root/evil", "/etc").unwrap();
+        let mut h = tar::Header::new_gnu();
+        h.set_size(1);
+        h.set_mode(0o644);
+        b.append_data(&mut h, "root/evil/passwd", &b"x"[..]).unwrap();
+        let tar = b.into_inner().unwrap();
+        let dst = tempfile::tempdir().unwrap();
+        let e = unpack(&tar[..], &dst.path().join("t"), true, &rules(None, &[])).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Confinement);
+        assert!(relative_of(Path::new("../x")).is_err());
+        assert!(relative_of(Path::new("/x")).is_err());
+    }
+}

@@ -1,0 +1,202 @@
+//! Fault tests: the engine disappears mid-acquire, a container is removed behind the
+//! provider's back, the worker is killed mid-execute.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use common::{containers_of, target, Wire};
+use paperclip_sandbox_sdk::prelude::CreationOperation;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+
+/// A socket in front of the engine that forwards every connection until a request for
+/// `/start` arrives; from then on it drops every connection (the engine is "gone") until the
+/// returned flag is cleared.
+async fn vanishing_proxy(engine_socket: String) -> (tempfile::TempDir, String, Arc<AtomicBool>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proxy.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let gone = Arc::new(AtomicBool::new(false));
+    let flag = gone.clone();
+    let armed = Arc::new(AtomicBool::new(true));
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut client, _)) = listener.accept().await else { return };
+            let gone = gone.clone();
+            let armed = armed.clone();
+            let engine_socket = engine_socket.clone();
+            tokio::spawn(async move {
+                let mut head = vec![0u8; 64 * 1024];
+                let n = client.read(&mut head).await.unwrap_or(0);
+                let text = String::from_utf8_lossy(&head[..n]);
+                let first = text.lines().next().unwrap_or_default();
+                if first.contains("/start") && armed.swap(false, Ordering::SeqCst) {
+                    gone.store(true, Ordering::SeqCst);
+                }
+                if gone.load(Ordering::SeqCst) {
+                    return; // dropped: no answer
+                }
+                let mut upstream = UnixStream::connect(&engine_socket).await.unwrap();
+                upstream.write_all(&head[..n]).await.unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+            });
+        }
+    });
+    let host = format!("unix://{}", path.display());
+    (dir, host, flag)
+}
+
+#[tokio::test]
+async fn engine_gone_mid_acquire_answers_the_cleanup_envelope_and_destroy_resolves_it() {
+    let Some(t) = target() else { return };
+    let Some(socket) = t.docker_host.strip_prefix("unix://").map(str::to_owned) else {
+        eprintln!("SKIPPED (cannot run here): the engine is not on a unix socket");
+        return;
+    };
+    let engine = t.engine().await;
+    let (_dir, proxy, gone) = vanishing_proxy(socket).await;
+    let mut broken = t.clone();
+    broken.docker_host = proxy;
+    let mut w = Wire::start(&broken, "company-gone").await;
+    let op = container_provider::owner::generate_uuid();
+    let p = w.params(json!({"runId": "run-gone", "creationOperation": {"version": 1, "id": &op}}));
+    let (_, resp) = w.call("environmentAcquireLease", p).await;
+    let error = &resp["error"];
+    assert_eq!(error["code"], json!(-32002), "{resp}");
+    let data = &error["data"];
+    let cleanup = &data["cleanup"];
+    let name = format!("{}{op}", CreationOperation::NAME_PREFIX);
+    assert_eq!(cleanup["providerLeaseId"], json!(name), "{resp}");
+    assert_eq!(cleanup["companyId"], json!("company-gone"), "{resp}");
+    assert_eq!(cleanup["runId"], json!("run-gone"), "{resp}");
+    assert!(data["acquisitionDiagnostic"].is_object(), "{resp}");
+    // The engine really holds the half-made container under the creation name.
+    let c = engine.inspect(&name).await.unwrap().expect("the create reached the engine");
+    let id = c.id.unwrap();
+    w.shutdown().await;
+
+    // The engine is back. The host hands the envelope to a new worker: destroy looks the name
+    // up and reports what it observed, removing nothing…
+    gone.store(false, Ordering::SeqCst);
+    let mut w = Wire::start(&broken, "company-gone").await;
+    let meta = json!({"failedCreateCleanup": cleanup});
+    let p = w.params(json!({"providerLeaseId": name, "leaseMetadata": meta}));
+    let (_, observed) = w.call("environmentDestroyLease", p).await;
+    let seen = &observed["error"]["data"]["cleanup"];
+    assert_eq!(seen["observedProviderLeaseId"], json!(id), "{observed}");
+    assert!(engine.inspect(&id).await.unwrap().is_some(), "a name-only destroy removes nothing");
+    // …and a destroy by the observed id removes it.
+    let meta = json!({"failedCreateCleanup": seen});
+    let p = w.params(json!({"providerLeaseId": name, "leaseMetadata": meta}));
+    let done = w.ok("environmentDestroyLease", p).await;
+    assert_eq!(done["state"], json!("destroyed"), "{done}");
+    assert!(engine.inspect(&id).await.unwrap().is_none());
+    assert!(containers_of(&engine, "company-gone").await.is_empty());
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_container_removed_behind_the_providers_back_resumes_as_expired() {
+    let Some(t) = target() else { return };
+    let engine = t.engine().await;
+    let mut w = Wire::start(&t, "company-behind").await;
+    let id = w.acquire_with(json!({"leasePolicy": "reuse_by_environment"})).await
+        ["providerLeaseId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(engine.remove(&id).await.unwrap());
+    let p = w.params(json!({"providerLeaseId": id}));
+    let resumed = w.ok("environmentResumeLease", p).await;
+    assert_eq!(resumed["providerLeaseId"], json!(null), "{resumed}");
+    assert_eq!(resumed["metadata"]["expired"], json!(true), "{resumed}");
+    let p = w.params(json!({"lease": {"providerLeaseId": id}, "command": "true"}));
+    let (_, exec) = w.call("environmentExecute", p).await;
+    assert!(exec.get("error").is_some(), "{exec}");
+    let p = w.params(json!({"providerLeaseId": id}));
+    assert_eq!(w.ok("environmentDestroyLease", p).await["state"], json!("destroyed"));
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_worker_killed_mid_execute_leaves_nothing_after_the_next_destroy() {
+    let Some(t) = target() else { return };
+    let engine = t.engine().await;
+    let mut w = Wire::start(&t, "company-killed").await;
+    let id = w.acquire().await;
+    let p = w.params(json!({
+        "lease": {"providerLeaseId": id}, "command": "sh",
+        "args": ["-c", "sleep 300 & echo up; sleep 300"], "timeoutMs": 600_000
+    }));
+    let _ = w.send("environmentExecute", p).await;
+    // Wait for the command to run, then kill the worker without a word.
+    let (_, up) = w.sh(&id, "sleep 0.3; ls /tmp/.paperclip-exec | wc -l", json!({})).await;
+    assert_eq!(up["stdout"], json!("2\n"), "both commands are recorded: {up}");
+    let pid = w.worker.id().unwrap() as i32;
+    unsafe { libc_kill(pid) };
+    let _ = w.worker.wait().await;
+    let mut w = Wire::start(&t, "company-killed").await;
+    w.destroy(&id).await;
+    assert!(containers_of(&engine, "company-killed").await.is_empty());
+    w.shutdown().await;
+}
+
+unsafe fn libc_kill(pid: i32) {
+    extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    // SAFETY: signalling a child process this test spawned.
+    unsafe { kill(pid, 9) };
+}
+
+#[tokio::test]
+async fn an_expiry_is_enforced_by_the_engine_and_the_next_acquire_sweeps_dead_leases() {
+    let Some(t) = target() else { return };
+    let engine = t.engine().await;
+    let mut w = Wire::start(&t, "company-sweep").await;
+    // Expiry: the container's main process ends at requestedExpiresAt, so the engine stops it.
+    let soon =
+        local_provider::timeutil::format_rfc3339_ms(local_provider::timeutil::now_ms() + 2_000);
+    let lease = w.acquire_with(json!({"requestedExpiresAt": soon})).await;
+    let expiring = lease["providerLeaseId"].as_str().unwrap().to_owned();
+    assert_eq!(lease["expiresAt"], json!(soon), "{lease}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let c = engine.inspect(&expiring).await.unwrap().expect("still there until swept");
+        if !container_provider::engine::is_running(&c) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the expired lease still runs");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    // A non-reusable lease whose container died (SIGKILL) is an orphan too; one stopped on
+    // purpose (stop_and_retain) is kept.
+    let dead = w.acquire().await;
+    engine.docker().kill_container(&dead, None).await.unwrap();
+    let kept = w.acquire().await;
+    let p = w.params(json!({"providerLeaseId": kept, "resourceDisposition": "stop_and_retain"}));
+    assert_eq!(w.ok("environmentReleaseLease", p).await["state"], json!("stopped"));
+    // The next acquire in the environment sweeps both (in the background).
+    let fresh = w.acquire().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let mut left = containers_of(&engine, "company-sweep").await;
+        left.sort();
+        let mut want = vec![fresh.clone(), kept.clone()];
+        want.sort();
+        if left == want {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not swept: {left:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let p = w.params(json!({"providerLeaseId": expiring}));
+    let resumed = w.ok("environmentResumeLease", p).await;
+    assert_eq!(resumed["metadata"]["expired"], json!(true), "{resumed}");
+    w.destroy(&fresh).await;
+    w.destroy(&kept).await;
+    w.shutdown().await;
+}

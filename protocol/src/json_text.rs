@@ -1,0 +1,181 @@
+//! JSON string literals for large text (command output): exactly the bytes `serde_json` writes
+//! for a string, found sixteen bytes at a time instead of one.
+//!
+//! `serde_json` looks every byte of a string up in a table before copying it; for the
+//! megabytes of output an `environmentExecute` answer and its `execute.log` chunks carry, that
+//! lookup is most of the worker's work. [`push_json_string`] looks for the next byte that needs
+//! an escape (`"`, `\`, a control character below U+0020) sixteen bytes at a time (vector
+//! compares) and copies the runs between them whole; [`json_string_units`] measures the encoded
+//! length the same way. Both are checked against `serde_json` on arbitrary text in the tests.
+
+/// Bytes examined per step.
+const BLOCK: usize = 16;
+
+#[inline]
+fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// True when a byte of `block` needs an escape. A reduction without early exit over a
+/// fixed-size block, which the compiler turns into vector compares.
+#[inline]
+fn any_escape(block: &[u8; BLOCK]) -> bool {
+    block
+        .iter()
+        .fold(0u8, |acc, &b| acc | u8::from(b < 0x20) | u8::from(b == b'"') | u8::from(b == b'\\'))
+        != 0
+}
+
+/// True when a byte of `block` is not plain ASCII (needs an escape or is non-ASCII).
+#[inline]
+fn any_not_plain(block: &[u8; BLOCK]) -> bool {
+    block.iter().fold(0u8, |acc, &b| {
+        // Plain: 0x20..=0x7f except `"` and `\`.
+        acc | u8::from(b.wrapping_sub(0x20) >= 0x60) | u8::from(b == b'"') | u8::from(b == b'\\')
+    }) != 0
+}
+
+#[inline]
+fn block_at(bytes: &[u8], i: usize) -> &[u8; BLOCK] {
+    bytes[i..i + BLOCK].try_into().expect("a whole block")
+}
+
+/// The index of the first byte at or after `i` that needs an escape, or `bytes.len()`.
+#[inline]
+fn next_escape(bytes: &[u8], mut i: usize) -> usize {
+    while i + BLOCK <= bytes.len() {
+        if any_escape(block_at(bytes, i)) {
+            break;
+        }
+        i += BLOCK;
+    }
+    while i < bytes.len() && !needs_escape(bytes[i]) {
+        i += 1;
+    }
+    i
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends `text` as a JSON string literal, quotes included: byte for byte what
+/// `serde_json::to_writer(out, text)` appends.
+pub fn push_json_string(out: &mut Vec<u8>, text: &str) {
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    push_json_string_contents(out, text);
+    out.push(b'"');
+}
+
+/// [`push_json_string`] without the quotes.
+pub fn push_json_string_contents(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    loop {
+        let i = next_escape(bytes, start);
+        out.extend_from_slice(&bytes[start..i]);
+        let Some(&b) = bytes.get(i) else { return };
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xf) as usize],
+            ]),
+        }
+        start = i + 1;
+    }
+}
+
+/// Per UTF-8 byte: the UTF-16 code units it adds inside a JSON string literal as
+/// [`push_json_string`] writes it (continuation bytes add 0, a lead byte the UTF-16 length of
+/// its character, an escaped byte the length of its escape).
+const UNITS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = match b as u8 {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0x00..=0x1f => 6,
+            0x20..=0x7f => 1,
+            0x80..=0xbf => 0,
+            0xc0..=0xef => 1,
+            _ => 2,
+        };
+        b += 1;
+    }
+    t
+};
+
+/// The UTF-16 code units (the JavaScript `length`) of `text` once written as a JSON string
+/// literal by [`push_json_string`], quotes not counted. Plain ASCII counts sixteen bytes at
+/// a time.
+pub fn json_string_units(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut units = 0;
+    let mut i = 0;
+    while i + BLOCK <= bytes.len() {
+        let block = block_at(bytes, i);
+        units += if !any_not_plain(block) {
+            BLOCK
+        } else {
+            block.iter().map(|&b| UNITS[b as usize] as usize).sum::<usize>()
+        };
+        i += BLOCK;
+    }
+    units + bytes[i..].iter().map(|&b| UNITS[b as usize] as usize).sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ours(text: &str) -> String {
+        let mut out = Vec::new();
+        push_json_string(&mut out, text);
+        String::from_utf8(out).expect("UTF-8 in, UTF-8 out")
+    }
+
+    fn js_units(encoded: &str) -> usize {
+        encoded.encode_utf16().count() - 2
+    }
+
+    #[test]
+    fn every_ascii_byte_escapes_as_serde_json_does() {
+        for b in 0u8..=0x7f {
+            let text = format!("ab{}cdefghij{}", b as char, b as char);
+            let want = serde_json::to_string(&text).unwrap();
+            assert_eq!(ours(&text), want, "byte {b:#04x}");
+            assert_eq!(json_string_units(&text), js_units(&want), "byte {b:#04x}");
+        }
+        assert_eq!(ours(""), "\"\"");
+        assert_eq!(ours("é😀\u{7f}\u{1f}"), serde_json::to_string("é😀\u{7f}\u{1f}").unwrap());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn matches_serde_json(text in "(\\PC|[\\x00-\\x1f\"\\\\]){0,100}", repeat in 1usize..5) {
+            let text = text.repeat(repeat);
+            let want = serde_json::to_string(&text).unwrap();
+            proptest::prop_assert_eq!(ours(&text), want.clone());
+            proptest::prop_assert_eq!(json_string_units(&text), js_units(&want));
+        }
+
+        #[test]
+        fn long_plain_runs_with_rare_escapes(n in 0usize..200, at in 0usize..200, c in 0u8..0x80) {
+            let mut text: String = "x".repeat(n);
+            text.insert(at.min(n), c as char);
+            let want = serde_json::to_string(&text).unwrap();
+            proptest::prop_assert_eq!(ours(&text), want.clone());
+            proptest::prop_assert_eq!(json_string_units(&text), js_units(&want));
+        }
+    }
+}
