@@ -1,7 +1,7 @@
 //! The book's reference pages, generated from the harness's own tables.
 //!
 //! - [`render_markdown`]: `book/src/reference/checks.md`, the catalogue of requirements and
-//!   checks, from [`REQUIREMENTS`], [`CHECKS`] and [`CONTRACT_ONLY`].
+//!   checks, from [`REQUIREMENTS`], [`crate::registry::all`] and [`CONTRACT_ONLY`].
 //! - [`render_schema_index`]: `book/src/reference/schemas.md`, an index of the protocol's
 //!   JSON Schemas (`protocol::schema::message_schemas`).
 //!
@@ -15,7 +15,7 @@ use std::fmt::Write;
 use paperclip_sandbox_protocol::schema::message_schemas;
 use serde_json::Value;
 
-use crate::registry::{describe_needs, Check, CHECKS};
+use crate::registry::{all, describe_needs, Check};
 use crate::requirements::{Level, Requirement, REQUIREMENTS};
 
 /// A requirement of the contract that the harness cannot observe over the wire. It is defined
@@ -99,11 +99,6 @@ pub const CONTRACT_ONLY: &[ContractOnly] = &[
         "The provider enforces its own timeouts before the host's timer fires.",
     ),
     contract(
-        "RT-SHELL-1",
-        Must,
-        "The sandbox has `sh`, `tar` and writable workspace, home, cache and tmp directories.",
-    ),
-    contract(
         "RT-PATH-1",
         Must,
         "`node` and the agent CLIs resolve on the starting PATH; no profile edits, no nvm.",
@@ -152,6 +147,7 @@ const CHAPTER_BY_PREFIX: &[(&str, Chapter)] = &[
     ("MAN-REMOVED-", CONTRACT),
     ("CAP-", CONTRACT),
     ("LIFE-", LIFECYCLE),
+    ("LEDGER-", LIFECYCLE),
     ("EXEC-", LIFECYCLE),
     ("SYNC-", SYNC),
     ("ENV-", ERRORS),
@@ -199,7 +195,7 @@ fn cell(text: &str) -> String {
 }
 
 fn checks_of(req: &Requirement) -> Vec<&'static Check> {
-    CHECKS.iter().filter(|c| c.requirement == req.id).collect()
+    all().filter(|c| c.requirement == req.id).collect()
 }
 
 /// The header every generated page starts with.
@@ -222,16 +218,18 @@ pub fn render_markdown() -> String {
         "`sandbox-conformance run` judges {} requirements ({must} MUST, {} SHOULD) with {} \
          checks. A run fails when a MUST requirement fails. A check runs only when its \
          preconditions hold (*Gated on*); otherwise it is skipped with the reason. \
-         `sandbox-conformance run --list` prints the same catalogue. The contract references \
-         point into the project's protocol reference (`protocol.md`) and binding decisions \
-         (`decisions.md`).\n",
+         A check whose prerequisite failed (`lifecycle.acquire`, `lifecycle.realize`, \
+         `handshake.initialize`) is BLOCKED, naming it: one root cause, one failure. \
+         `sandbox-conformance run --list` prints the same catalogue. *Public reference* names \
+         the upstream Paperclip document and section (or the published SDK file) that states \
+         the rule.\n",
         REQUIREMENTS.len(),
         REQUIREMENTS.len() - must,
-        CHECKS.len(),
+        all().count(),
     );
 
     out.push_str("## Requirements checked over the wire\n\n");
-    out.push_str("| Requirement | Level | Statement | Checks | Gated on | Contract |\n");
+    out.push_str("| Requirement | Level | Statement | Checks | Gated on | Public reference |\n");
     out.push_str("|---|---|---|---|---|---|\n");
     for req in REQUIREMENTS {
         let checks = checks_of(req);
@@ -252,7 +250,7 @@ pub fn render_markdown() -> String {
     out.push_str("\n## Checks, in running order\n\n");
     out.push_str("| Check | Requirement | Level | What it does | Worker |\n");
     out.push_str("|---|---|---|---|---|\n");
-    for check in CHECKS {
+    for check in all() {
         let scope = match check.scope {
             crate::registry::Scope::Main => "shared worker",
             crate::registry::Scope::Fresh => "fresh workers",

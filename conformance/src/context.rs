@@ -14,7 +14,8 @@ use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Map, Value};
 
 use crate::host::{Observations, Reply, Session, SessionConfig};
-use crate::ledger::{Lease, Ledger};
+use crate::hostmodel;
+use crate::ledger::{Lease, LeaseState, Ledger};
 use crate::process::WorkerCommand;
 use crate::transcript::Transcript;
 
@@ -49,6 +50,11 @@ pub struct RunOptions {
     pub secret_field: String,
     /// Print a progress line per check to stderr.
     pub progress: bool,
+    /// `--acquire-params FILE`: fields added to (or, with `null`, removed from) the acquire
+    /// params the harness sends.
+    pub acquire_params_path: Option<PathBuf>,
+    /// `--require-cli`: the CLIs the operator's runs need on the sandbox's PATH.
+    pub required_clis: Vec<String>,
 }
 
 impl RunOptions {
@@ -69,6 +75,8 @@ impl RunOptions {
             shutdown_timeout: Duration::from_secs(10),
             secret_field: "apiKey".into(),
             progress: true,
+            acquire_params_path: None,
+            required_clis: vec![],
         }
     }
 }
@@ -93,7 +101,7 @@ pub struct RunEnv {
     pub config: Value,
     /// The config sent to `environmentValidateConfig`: the sentinel field holds a secret id
     /// instead of the secret, as the host flattens secret bindings to bare ids before validation
-    /// (protocol.md C.2), so a `normalizedConfig` that echoes it leaks nothing.
+    /// so a `normalizedConfig` that echoes it leaks nothing.
     pub validate_config: Value,
     /// The sentinel secrets planted in the config.
     pub secrets: Vec<String>,
@@ -101,6 +109,12 @@ pub struct RunEnv {
     pub environment_id: String,
     /// The session configuration.
     pub session: SessionConfig,
+    /// What `--acquire-params` adds to (or removes from) the acquire params.
+    pub acquire_overrides: Map<String, Value>,
+    /// Why the worker's manifest could not be read cleanly, if it could not.
+    pub manifest_problem: Option<String>,
+    /// The first non-JSON line `<worker> --manifest` printed around its manifest, if any.
+    pub manifest_impure_line: Option<String>,
 }
 
 /// What initialize taught the harness about the worker.
@@ -156,7 +170,7 @@ impl WorkerFacts {
 }
 
 /// The driver's `sandboxCapabilities`, with a legacy `supportsReusableLeases` folded in when the
-/// nested key is absent (protocol.md E.1: a nested value always wins).
+/// nested key is absent (a nested value always wins).
 pub fn declared_capabilities(driver: Option<&Value>) -> Map<String, Value> {
     let mut declared = driver
         .and_then(|d| d.get("sandboxCapabilities"))
@@ -170,9 +184,9 @@ pub fn declared_capabilities(driver: Option<&Value>) -> Map<String, Value> {
 }
 
 /// The effective capabilities of a fresh lease, resolved by the protocol crate as the host
-/// resolves them (protocol.md E.1): the lease policy is `reuse_by_environment` exactly when the
+/// resolves them: the lease policy is `reuse_by_environment` exactly when the
 /// driver declares `reusableLeases: true` (the host's acquire path), with no metadata narrowing.
-/// Without a driver declaration nothing is effective (an identity failure, V20).
+/// Without a driver declaration nothing is effective (an identity failure).
 pub fn effective_capabilities(
     driver: Option<&Value>,
     supported: &[String],
@@ -220,9 +234,11 @@ pub struct Ctx<'a> {
     pub facts: &'a WorkerFacts,
     /// Everything seen so far, across sessions.
     pub observations: &'a Observations,
+    /// The id of the running check.
+    pub check_id: &'static str,
     session: Option<&'a mut Session>,
     pool: Option<&'a mut Vec<Session>>,
-    /// Leases this check acquired.
+    /// The run's lease ledger.
     pub ledger: Ledger,
     /// Remarks for the report (cleanup trouble, tolerated deviations).
     pub notes: Vec<String>,
@@ -231,20 +247,23 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    /// A context; `session` is the main session for checks that use it.
+    /// A context for check `check_id`; `session` is the main session.
     pub fn new(
         env: &'a RunEnv,
         facts: &'a WorkerFacts,
         observations: &'a Observations,
         session: Option<&'a mut Session>,
+        check_id: &'static str,
+        ledger: Ledger,
     ) -> Self {
         Ctx {
             env,
             facts,
             observations,
+            check_id,
             session,
             pool: None,
-            ledger: Ledger::default(),
+            ledger,
             notes: vec![],
             fresh: vec![],
         }
@@ -259,7 +278,12 @@ impl<'a> Ctx<'a> {
 
     /// The main session.
     pub fn session(&mut self) -> &mut Session {
-        self.session.as_deref_mut().expect("the registry gives main-session checks a session")
+        self.session.as_deref_mut().expect("the runner gives every check the main session")
+    }
+
+    /// True when the main session is there and its worker still serves.
+    pub fn has_session(&self) -> bool {
+        self.session.as_ref().is_some_and(|s| !s.is_closed())
     }
 
     /// Spawns a fresh worker (not initialized).
@@ -292,7 +316,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The base params of every environment method but validateConfig (protocol.md D.1).
+    /// The base params of every environment method but validateConfig.
     pub fn base_params(&self) -> Map<String, Value> {
         let mut p = Map::new();
         p.insert("driverKey".into(), json!(self.env.driver_key));
@@ -317,58 +341,131 @@ impl<'a> Ctx<'a> {
         p
     }
 
-    /// Acquires a fresh lease and records it in the ledger.
+    /// Acquires a fresh lease on the main worker, with the params the host sends, and records
+    /// it in the ledger.
     pub fn acquire(&mut self) -> Result<Lease, Finding> {
-        let mut params = self.base_params();
-        params.insert("runId".into(), json!(crate::ids::uuid()));
+        let params = hostmodel::acquire_params(self.env, self.base_params());
         let reply = self.session().call(name::ENVIRONMENT_ACQUIRE_LEASE, Value::Object(params));
-        let value = reply
-            .into_result()
-            .map_err(|actual| fail("a lease from environmentAcquireLease", actual))?;
+        self.lease_from(reply, "main")
+    }
+
+    /// Acquires a fresh lease on `session` (a fresh worker) and records it in the ledger.
+    pub fn acquire_on(&mut self, session: &mut Session) -> Result<Lease, Finding> {
+        let params = hostmodel::acquire_params(self.env, self.base_params());
+        let reply = session.call(name::ENVIRONMENT_ACQUIRE_LEASE, Value::Object(params));
+        let label = session.label().to_owned();
+        self.lease_from(reply, &label)
+    }
+
+    fn lease_from(&mut self, reply: Reply, session: &str) -> Result<Lease, Finding> {
+        let value = reply.into_result().map_err(|actual| {
+            let why = self.observations.lock().backend_down.clone();
+            let actual = match why {
+                Some(summary) => format!(
+                    "{actual} (environmentProbe reported the backend unreachable: {summary})"
+                ),
+                None => actual,
+            };
+            fail("a lease from environmentAcquireLease", actual)
+        })?;
         let lease = Lease::from_result(&value).ok_or_else(|| {
             fail("a lease with a non-empty providerLeaseId", crate::host::clip(&value.to_string()))
         })?;
-        self.ledger.track(lease.clone());
+        self.ledger.track(self.check_id, session, lease.clone());
         Ok(lease)
     }
 
-    /// The workspace directory of a lease: the realized `cwd` when the worker realizes
-    /// workspaces, else `None`.
+    /// Records a lease handed back by the worker (a resume) in the ledger.
+    pub fn track(&mut self, lease: &Lease) {
+        self.ledger.track(self.check_id, "main", lease.clone());
+    }
+
+    /// Realizes a workspace in the lease when the worker realizes workspaces, as the host does
+    /// before a run. The result's `cwd` is optional (the host then falls back to the lease's
+    /// `metadata.remoteCwd`, then to the workspace path) and only feeds the realization record:
+    /// commands still run in [`hostmodel::remote_cwd`].
+    ///
+    // Upstream environment-runtime.ts realizeWorkspace: `result.cwd` trimmed wins when
+    // non-empty, else `lease.metadata.remoteCwd`, else `workspace.remotePath ?? localPath`;
+    // environment-execution-target.ts never reads it for execution.
     pub fn realize(&mut self, lease: &Lease) -> Result<Option<String>, Finding> {
         if !self.facts.advertises(name::ENVIRONMENT_REALIZE_WORKSPACE) {
             return Ok(None);
         }
         let mut params = self.lease_params(lease);
-        params.insert("workspace".into(), json!({"mode": "isolated"}));
+        params.insert(
+            "workspace".into(),
+            json!({"mode": "isolated", "remotePath": hostmodel::remote_cwd(lease)}),
+        );
         let reply = self.session().call(name::ENVIRONMENT_REALIZE_WORKSPACE, Value::Object(params));
         let value = reply.into_result().map_err(|a| fail("a realized workspace", a))?;
-        match value.get("cwd").and_then(Value::as_str).map(str::trim) {
-            Some(cwd) if !cwd.is_empty() => Ok(Some(cwd.to_owned())),
-            _ => Err(fail("a non-empty `cwd`", value.to_string())),
+        match value.get("cwd") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(cwd)) => Ok(Some(cwd.trim().to_owned()).filter(|c| !c.is_empty())),
+            Some(_) if !value.is_object() => Err(fail(
+                "a realize result object {cwd?: string, metadata?}",
+                crate::host::clip(&value.to_string()),
+            )),
+            Some(other) => {
+                Err(fail("`cwd`, when present, a string", crate::host::clip(&other.to_string())))
+            }
         }
     }
 
-    /// Releases and destroys what the ledger still holds; problems become notes.
+    /// Runs `exec` in `lease` on the main worker as the host sends it; `Ok` is the result
+    /// object (whatever its exit code).
+    pub fn exec(&mut self, lease: &Lease, exec: &hostmodel::Exec) -> Result<Value, Finding> {
+        self.exec_traced(lease, exec).map(|(v, _)| v)
+    }
+
+    /// As [`Ctx::exec`], also returning the invocation id the request carried.
+    pub fn exec_traced(
+        &mut self,
+        lease: &Lease,
+        exec: &hostmodel::Exec,
+    ) -> Result<(Value, Option<String>), Finding> {
+        let params = exec.params(self.facts, lease, self.lease_params(lease));
+        let (reply, invocation) = self.session().call_traced(name::ENVIRONMENT_EXECUTE, params);
+        let result = reply.into_result().map_err(|a| {
+            fail(format!("a result for `sh -c {:?}`", crate::host::clip(&exec.script)), a)
+        })?;
+        if !result.is_object() {
+            return Err(fail("an execute result object", crate::host::clip(&result.to_string())));
+        }
+        Ok((result, invocation))
+    }
+
+    /// Ends every lease this check still holds; problems become notes (and the ledger keeps
+    /// the lease for the run's final sweep).
     pub fn finish(&mut self) {
-        let leases = self.ledger.take_live();
-        if leases.is_empty() || self.session.as_ref().is_none_or(|s| s.is_closed()) {
+        let leases = self.ledger.live(Some(self.check_id));
+        if leases.is_empty() || !self.has_session() {
             return;
         }
-        let method = if self.facts.advertises(name::ENVIRONMENT_DESTROY_LEASE) {
-            name::ENVIRONMENT_DESTROY_LEASE
-        } else if self.facts.advertises(name::ENVIRONMENT_RELEASE_LEASE) {
-            name::ENVIRONMENT_RELEASE_LEASE
-        } else {
-            return;
-        };
         for lease in leases {
-            let params = Value::Object(self.lease_id_params(&lease));
-            if let reply @ (Reply::Error(_)
-            | Reply::Timeout(_)
-            | Reply::Exited
-            | Reply::Malformed { .. }) = self.session().call(method, params)
-            {
-                self.notes.push(format!("cleanup {method} of {}: {}", lease.id, reply.describe()));
+            if let Err(problem) = self.end_lease(&lease) {
+                self.notes.push(format!("cleanup of lease {}: {problem}", lease.id));
+            }
+        }
+    }
+
+    /// Ends `lease` for good with the main worker and records the outcome in the ledger.
+    pub fn end_lease(&mut self, lease: &Lease) -> Result<(), String> {
+        let Some(method) = hostmodel::end_method(self.facts) else {
+            self.ledger.set_state(&lease.id, LeaseState::Unendable);
+            return Err("the worker advertises neither destroy nor release".into());
+        };
+        let params = Value::Object(self.lease_id_params(lease));
+        match self.session().call(method, params) {
+            Reply::Result(_) => {
+                self.ledger.ended(&lease.id);
+                Ok(())
+            }
+            Reply::Exited => Err("the main worker exited; left for the final sweep".into()),
+            other => {
+                let why = format!("{method}: {}", other.describe());
+                self.ledger.set_state(&lease.id, LeaseState::Stuck(why.clone()));
+                Err(why)
             }
         }
     }

@@ -23,10 +23,10 @@ use crate::error::HarnessError;
 use crate::process::{ProcEvent, WorkerCommand, WorkerProcess};
 use crate::transcript::Transcript;
 
-/// The published host's initialize timeout (protocol.md A.3).
+/// The published host's initialize timeout.
 pub const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// The published host's default per-call timeout (protocol.md A.5).
+/// The published host's default per-call timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Timeouts and scope of a session.
@@ -153,6 +153,9 @@ pub struct Seen {
     pub errors: Vec<SeenError>,
     /// The transcripts of every session.
     pub transcripts: Vec<Transcript>,
+    /// The probe's summary when `environmentProbe` answered `ok: false` (the backend is
+    /// unreachable), so that later failures name the one root cause.
+    pub backend_down: Option<String>,
 }
 
 /// [`Seen`], shared between sessions.
@@ -183,6 +186,7 @@ pub struct Session {
     next_id: u64,
     sent: HashMap<Id, String>,
     answers: HashMap<Id, Reply>,
+    answered_at: HashMap<Id, usize>,
     /// Responses that matched no unanswered request, in arrival order.
     pub strays: Vec<Stray>,
     /// Notifications, in arrival order.
@@ -217,6 +221,7 @@ impl Session {
             next_id: 1,
             sent: HashMap::new(),
             answers: HashMap::new(),
+            answered_at: HashMap::new(),
             strays: vec![],
             notices: vec![],
             stdout_closed: false,
@@ -238,6 +243,11 @@ impl Session {
     /// The session's configuration.
     pub fn config(&self) -> &SessionConfig {
         &self.config
+    }
+
+    /// The label the session records under (`main`, `fresh-1`, …).
+    pub fn label(&self) -> &str {
+        &self.label
     }
 
     /// True once the worker's stdout closed (it exited or closed its output).
@@ -293,6 +303,34 @@ impl Session {
         invocation: bool,
         timeout: Duration,
     ) -> (Reply, Option<String>) {
+        let invocation_id = self.send_request(id.clone(), method, params, invocation);
+        (self.await_reply(&id, timeout), invocation_id)
+    }
+
+    /// Sends `method` with a fresh id without waiting (the host keeps several calls in flight on
+    /// one worker); collect the answer with [`Session::await_reply`]. Environment methods but
+    /// `environmentValidateConfig` carry an invocation. Returns the id and the invocation id.
+    pub fn start_call(&mut self, method: &str, params: Value) -> (Id, Option<String>) {
+        let id = self.next_id();
+        let invocation =
+            method.starts_with("environment") && method != name::ENVIRONMENT_VALIDATE_CONFIG;
+        let invocation_id = self.send_request(id.clone(), method, params, invocation);
+        (id, invocation_id)
+    }
+
+    /// How many notifications had arrived when the answer to `id` arrived (`None` while it is
+    /// unanswered): notifications past that index came after the answer.
+    pub fn notices_before_answer(&self, id: &Id) -> Option<usize> {
+        self.answered_at.get(id).copied()
+    }
+
+    fn send_request(
+        &mut self,
+        id: Id,
+        method: &str,
+        params: Value,
+        invocation: bool,
+    ) -> Option<String> {
         let invocation = invocation.then(|| Invocation {
             id: crate::ids::uuid(),
             scope: InvocationScope {
@@ -310,9 +348,9 @@ impl Session {
             invocation,
             invocation_id: None,
         };
-        self.sent.insert(id.clone(), method.to_owned());
+        self.sent.insert(id, method.to_owned());
         self.send_raw(Message::from(request).to_line().into_bytes());
-        (self.await_reply(&id, timeout), invocation_id)
+        invocation_id
     }
 
     /// Queues raw bytes for the worker (include the `\n`). `id`s inside are not tracked unless
@@ -431,6 +469,7 @@ impl Session {
                     Outcome::Error(e) => Reply::Error(e),
                 };
                 self.sent.remove(&id);
+                self.answered_at.insert(id.clone(), self.notices.len());
                 self.answers.insert(id, reply);
             }
             None => {

@@ -9,11 +9,13 @@
 //! | [`process`] | spawn in a process group, stdio threads, shutdown ladder, kill on drop |
 //! | [`transcript`] | every line both ways with timestamps; failure artifacts |
 //! | [`host`] | the host side: requests, worker→host calls, notifications, observations |
+//! | [`hostmodel`] | how the real host drives a worker: acquire params, cwd, gating, transfers |
 //! | [`requirements`] | the requirement catalogue (id, level, statement, reference) |
 //! | [`catalogue`] | the book's generated reference pages (checks, JSON Schema index) |
-//! | [`registry`] | the checks, their gates and skip reasons |
+//! | [`check`] | what a check is: id, requirement, scope, gates |
+//! | [`registry`] | the check groups in running order, their gates and skip reasons |
 //! | [`context`] | what a check sees: options, manifest, facts, session, ledger |
-//! | [`ledger`] | leases acquired by a check, destroyed afterwards |
+//! | [`ledger`] | every lease of the run, ended when its check ends; the final sweep |
 //! | [`checks`] | the checks, one module per family |
 //! | [`runner`] | a whole run: prepare, run, report |
 //! | [`report`] | human, JSON and JUnit output; the expected-failures baseline |
@@ -22,10 +24,12 @@
 
 mod assert;
 pub mod catalogue;
+pub mod check;
 pub mod checks;
 pub mod context;
 pub mod error;
 pub mod host;
+pub mod hostmodel;
 pub mod ids;
 pub mod ledger;
 pub mod package;

@@ -1,6 +1,6 @@
 //! Turn a native provider binary into an npm-installable Paperclip plugin folder.
 //!
-//! The published Paperclip host (npm `@paperclipai/server` 2026.916.1, protocol.md A.1 and K)
+//! The published Paperclip host
 //! starts every plugin worker with Node's `child_process.fork()`, so the worker entrypoint must be
 //! a JavaScript module, and it loads the plugin manifest with a dynamic `import()`. [`package`]
 //! writes a folder that satisfies both, around an unchanged native binary:
@@ -21,7 +21,7 @@
 //! the binary does not accept `--profile`). Its `entrypoints.worker` is set to
 //! `./dist/worker.cjs`. For `paperclip-2026-09` the November-only driver fields
 //! `defaultAcquireTimeoutMs` and `creationOperationVersion` are removed, because the published
-//! host's strict driver schema rejects them (decisions.md D1 (b)).
+//! host's strict driver schema rejects them.
 //!
 //! The package is `"type": "module"`, so `dist/manifest.js` is an ES module whose default export
 //! is the manifest, exactly what the host's `import(pathToFileURL(path))` expects; the shim is
@@ -31,7 +31,7 @@
 //!
 //! The shim `spawn()`s the binary with `stdio: ["inherit", "inherit", "inherit"]`, so the host's
 //! stdin and stdout pipes reach the binary unchanged and NDJSON flows with no copy in between.
-//! Design rules and the caveats of protocol.md K:
+//! Design rules and caveats:
 //!
 //! 1. **cwd is the host's.** The binary is found at `path.join(__dirname, "..", "bin", name)`,
 //!    never relative to the working directory.
@@ -89,7 +89,7 @@ pub const WORKER_SHIM: &str = "./dist/worker.cjs";
 pub const NPM_PLUGIN_PREFIX: &str = "paperclip-plugin-";
 
 /// Driver fields of the November contract that the published host 2026.916.1 rejects as
-/// unrecognized keys (decisions.md D1 (b)).
+/// unrecognized keys.
 pub const NOVEMBER_ONLY_DRIVER_FIELDS: [&str; 2] =
     ["defaultAcquireTimeoutMs", "creationOperationVersion"];
 

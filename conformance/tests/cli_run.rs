@@ -116,7 +116,7 @@ fn official_sdk_worker_passes_every_must() {
 
 #[test]
 fn correct_fixture_passes_every_check_without_skips() {
-    let (code, report) = run_json("correct.cjs", &[]);
+    let (code, report) = run_json("correct.cjs", &["--require-cli", "sh,tar"]);
     assert_eq!(ids_with(&report, "FAIL"), BTreeSet::new());
     // Every check applies to this provider but those of the newest methods it does not
     // implement (idle sleep, Runner tasks, duplex channels).
@@ -133,6 +133,97 @@ fn correct_fixture_passes_every_check_without_skips() {
 #[test]
 fn banner_on_stdout() {
     assert_fails_exactly("banner-on-stdout.cjs", &["framing.stdout-purity"]);
+}
+
+#[test]
+fn banner_before_the_manifest_is_found_and_reported() {
+    let (_, report) = run_json("banner-on-stdout.cjs", &[]);
+    assert!(report["manifest_source"].as_str().unwrap().contains("impure stdout"), "{report}");
+    assert!(report["manifest_problem"].as_str().unwrap().contains("not pure JSON"));
+    let purity = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "framing.stdout-purity")
+        .unwrap();
+    assert!(purity["actual"].as_str().unwrap().contains("--manifest"), "{purity}");
+    // The manifest checks ran on the manifest found among the lines.
+    assert!(ids_with(&report, "PASS").contains("manifest.valid"));
+}
+
+#[test]
+fn stdin_ignored() {
+    assert_fails_exactly("ignores-stdin.cjs", &["execute.stdin"]);
+}
+
+#[test]
+fn timeout_leaves_the_command_running() {
+    assert_fails_exactly("timeout-keeps-running.cjs", &["execute.timeout"]);
+}
+
+#[test]
+fn output_truncated_without_native_sync() {
+    assert_fails_exactly("truncates-output.cjs", &["execute.large-output"]);
+}
+
+#[test]
+fn commands_of_a_lease_run_one_at_a_time() {
+    assert_fails_exactly("serial-exec.cjs", &["execute.control-commands"]);
+}
+
+#[test]
+fn login_profile_written() {
+    assert_fails_exactly("writes-login-profile.cjs", &["runtime.no-login-profile"]);
+}
+
+#[test]
+fn backend_down_is_one_failure_and_the_rest_blocked() {
+    use paperclip_sandbox_conformance::registry::all;
+    let (code, report) = run_json("backend-down.cjs", &["--require-cli", "sh"]);
+    assert_eq!(code, 1);
+    assert_eq!(ids_with(&report, "FAIL"), BTreeSet::from(["lifecycle.acquire".to_owned()]));
+    // The newest methods' lease checks are gated on methods this worker does not advertise
+    // (prepareIdleSleep, duplexChannelOpen): they skip before any lease is needed.
+    let gated_off = ["newer.idle-busy", "newer.duplex-roundtrip"];
+    let expected: BTreeSet<String> = all()
+        .filter(|c| c.needs_lease() && c.id != "lifecycle.acquire" && !gated_off.contains(&c.id))
+        .map(|c| c.id.to_owned())
+        .collect();
+    assert_eq!(ids_with(&report, "BLOCKED"), expected);
+    let skipped = ids_with(&report, "SKIP");
+    assert!(gated_off.iter().all(|id| skipped.contains(*id)), "{skipped:?}");
+    let checks = report["checks"].as_array().unwrap();
+    assert!(checks
+        .iter()
+        .filter(|c| c["status"] == "BLOCKED")
+        .all(|c| c["blocked_by"] == "lifecycle.acquire"));
+    let acquire = checks.iter().find(|c| c["id"] == "lifecycle.acquire").unwrap();
+    assert!(
+        acquire["actual"]
+            .as_str()
+            .unwrap()
+            .contains("environmentProbe reported the backend unreachable"),
+        "{acquire}"
+    );
+    let probe = checks.iter().find(|c| c["id"] == "lifecycle.probe").unwrap();
+    assert_eq!(probe["status"], "PASS", "ok: false is a conforming probe answer");
+}
+
+#[test]
+fn a_panicking_hook_points_at_the_artifacts() {
+    let (_, report) = run_json("panicking-hook.cjs", &["--filter", "execute.exit-code"]);
+    let c = &report["checks"][0];
+    assert_eq!(c["status"], "FAIL");
+    let notes = c["notes"].to_string();
+    assert!(notes.contains("the worker panicked") && notes.contains("--artifacts DIR"), "{notes}");
+    let dir = temp_dir("panic");
+    let path = dir.display().to_string();
+    let (_, report) =
+        run_json("panicking-hook.cjs", &["--filter", "execute.exit-code", "--artifacts", &path]);
+    let notes = report["checks"][0]["notes"].to_string();
+    assert!(notes.contains(&format!("{path}/execute.exit-code.ndjson")), "{notes}");
+    let artifact = std::fs::read_to_string(dir.join("execute.exit-code.ndjson")).unwrap();
+    assert!(artifact.contains("execute hook exploded"));
 }
 
 #[test]
@@ -224,7 +315,11 @@ fn list_prints_the_catalogue_without_running() {
     ] {
         assert!(listing.contains(id), "{id} missing from {listing}");
     }
-    assert!(listing.contains("WIRE-VOID-1") && listing.contains("decisions.md D4"));
+    assert!(listing.contains("WIRE-VOID-1") && listing.contains("book lifecycle.md#exec-6"));
+    assert!(listing.contains("SANDBOX_PROVIDER_CAPABILITIES.md, \"Failure behavior\""));
+    for private in ["protocol.md", "decisions.md", "../shared"] {
+        assert!(!listing.contains(private), "--list cites {private}");
+    }
     let out = run(&["run", "--list", "--format", "json", "--filter", "framing.*"]);
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = rows.as_array().unwrap();
@@ -270,7 +365,17 @@ fn junit_report_is_well_formed_xml() {
     let (_, report) = run_json("banner-on-stdout.cjs", &["--junit", &path]);
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(assert_well_formed(&xml), report["checks"].as_array().unwrap().len());
-    assert!(xml.contains("<failure message=\"FAIL framing.stdout-purity\">"));
+    assert!(xml.contains("<testsuite name=\"sandbox-conformance paperclip-2026-11\""), "{xml}");
+    assert!(
+        xml.contains(
+            "<failure message=\"FAIL framing.stdout-purity [MUST WIRE-STDOUT-1]: expected only"
+        ),
+        "{xml}"
+    );
+    for private in ["protocol.md", "decisions.md", "../shared"] {
+        assert!(!xml.contains(private), "JUnit cites {private}");
+        assert!(!serde_json::to_string(&report).unwrap().contains(private), "JSON cites {private}");
+    }
 }
 
 #[test]
@@ -298,6 +403,187 @@ fn artifacts_record_the_exchange_and_replay_diffs_it() {
     let out = run(&["replay", &artifact, "--", "node", &broken("correct.cjs")]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains("DIFF  id \"90001\" health"), "{}", text(&out.stdout));
+}
+
+#[test]
+fn an_unspawnable_worker_still_gets_a_json_and_junit_report() {
+    let dir = temp_dir("spawn-fail");
+    let junit = dir.join("report.xml");
+    let path = junit.display().to_string();
+    let out = run(&[
+        "run",
+        "-q",
+        "--format",
+        "json",
+        "--junit",
+        &path,
+        "--",
+        "/nonexistent/paperclip-worker",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert!(report["error"].as_str().unwrap().contains("/nonexistent/paperclip-worker"));
+    assert_eq!(report["exit_code"], 2);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_well_formed(&xml);
+    assert!(xml.contains("<error message=\"cannot spawn worker"), "{xml}");
+    assert!(text(&out.stderr).starts_with("error: "), "{}", text(&out.stderr));
+}
+
+#[test]
+fn ci_ergonomics() {
+    // A filter that matches nothing is a usage error.
+    let out =
+        run(&["run", "-q", "--filter", "no-such-check", "--", "node", &broken("correct.cjs")]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no check matches"));
+    let out = run(&["run", "--list", "--filter", "no-such-check"]);
+    assert_eq!(out.status.code(), Some(2));
+    // A baseline naming an unknown check is an error.
+    let dir = temp_dir("bad-baseline");
+    let file = dir.join("baseline.txt");
+    std::fs::write(&file, "framing.id-echo\nframing.no-such-check\n").unwrap();
+    let out = run(&[
+        "run",
+        "-q",
+        "--baseline",
+        &file.display().to_string(),
+        "--",
+        "node",
+        &broken("correct.cjs"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("framing.no-such-check"), "{}", text(&out.stderr));
+    // A closed stdout is not a panic (`run --list | head -1`).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
+        .args(["run", "--list"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
+    // --help documents exit codes, profiles and an example.
+    let help = text(&run(&["run", "--help"]).stdout);
+    for needle in ["Exit codes:", "paperclip-2026-09", "Example:", "BLOCKED"] {
+        assert!(help.contains(needle), "{needle} missing from run --help");
+    }
+    // SHOULD failures do not turn a JUnit job red.
+    let junit = dir.join("should.xml");
+    let path = junit.display().to_string();
+    let (_, report) = run_json(
+        "correct.cjs",
+        &[
+            "--filter",
+            "lint.*",
+            "--manifest",
+            &fixtures().join("reuse-lease-manifest.json").display().to_string(),
+            "--junit",
+            &path,
+        ],
+    );
+    assert_eq!(ids_with(&report, "FAIL"), BTreeSet::from(["lint.reuse-lease-offered".to_owned()]));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("failures=\"0\"") && !xml.contains("<failure"), "{xml}");
+    assert!(xml.contains("should-failure"), "{xml}");
+}
+
+#[test]
+fn a_local_provider_run_leaves_no_lease_behind() {
+    let bin = support::local_provider();
+    let root = temp_dir("local-leases");
+    let count = || {
+        std::fs::read_dir(&root).unwrap().filter(|e| e.as_ref().unwrap().path().is_dir()).count()
+    };
+    let before = count();
+    let env = format!("LOCAL_PROVIDER_ROOT={}", root.display());
+    let out = run(&[
+        "run",
+        "-q",
+        "--format",
+        "json",
+        "--env",
+        &env,
+        "--env",
+        "LOCAL_PROVIDER_FRAME_LIMIT=8388608",
+        "--oversize-bytes",
+        "9000000",
+        "--",
+        &bin.display().to_string(),
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let after = count();
+    eprintln!("lease directories under {}: before {before}, after {after}", root.display());
+    assert_eq!((before, after), (0, 0), "lease directories left behind");
+    let ledger =
+        report["checks"].as_array().unwrap().iter().find(|c| c["id"] == "ledger.clean").unwrap();
+    assert_eq!(ledger["status"], "PASS", "{ledger}");
+    assert!(ledger["notes"].to_string().contains("leases created"), "{ledger}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        serde_json::to_string_pretty(&report["checks"]).unwrap()
+    );
+}
+
+#[test]
+fn private_directory_official_sdk_worker_passes_every_must_under_both_profiles() {
+    let dir = fixtures().join("official-sdk-worker");
+    if !support::node_available() {
+        eprintln!("private-directory SDK worker: skipped, `node` is not on PATH");
+        return;
+    }
+    support::ensure_npm_project(&dir, "@paperclipai/plugin-sdk");
+    let manifest = dir.join("private-dir-manifest.json").display().to_string();
+    let worker = dir.join("private-dir-worker.mjs").display().to_string();
+    for profile in ["paperclip-2026-11", "paperclip-2026-09"] {
+        let out = run(&[
+            "run",
+            "-q",
+            "--format",
+            "json",
+            "--profile",
+            profile,
+            "--manifest",
+            &manifest,
+            "--",
+            "node",
+            &worker,
+        ]);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            ids_with(&report, "FAIL"),
+            BTreeSet::new(),
+            "{profile}: {}",
+            serde_json::to_string_pretty(&report["checks"]).unwrap()
+        );
+        assert_eq!(ids_with(&report, "BLOCKED"), BTreeSet::new(), "{profile}");
+        let skipped: BTreeSet<String> = [
+            "lifecycle.realize",
+            "execute.incremental-output",
+            "sync.round-trip",
+            "runtime.required-clis",
+            "lifecycle.stop-keeps-files",
+            // The published SDK predates the newest upstream methods (idle sleep, Runner
+            // tasks, duplex channels): it advertises none of them, so their checks skip.
+            "newer.not-implemented",
+            "newer.idle-seal",
+            "newer.idle-busy",
+            "newer.task-pairing",
+            "newer.duplex-roundtrip",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        assert_eq!(ids_with(&report, "SKIP"), skipped, "{profile}");
+        assert!(
+            ids_with(&report, "PASS").contains("execute.cwd")
+                && ids_with(&report, "PASS").contains("execute.control-commands")
+        );
+        assert_eq!(out.status.code(), Some(0), "{profile}");
+    }
 }
 
 #[test]

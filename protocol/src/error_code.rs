@@ -1,4 +1,4 @@
-//! JSON-RPC error codes: the standard ones and Paperclip's plugin codes (protocol.md B).
+//! JSON-RPC error codes: the standard ones and Paperclip's plugin codes.
 
 use std::fmt;
 
@@ -39,7 +39,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// Every named code, in the order of protocol.md B.
+    /// Every named code, in the order of the published SDK's `PLUGIN_RPC_ERROR_CODES`.
     pub const ALL: [ErrorCode; 13] = [
         ErrorCode::ParseError,
         ErrorCode::InvalidRequest,

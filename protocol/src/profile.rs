@@ -1,4 +1,4 @@
-//! Host profiles (decisions.md D1): which Paperclip host a manifest and a worker target.
+//! Host profiles: which Paperclip host a manifest and a worker target.
 
 use std::fmt;
 use std::str::FromStr;

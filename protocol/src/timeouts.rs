@@ -1,4 +1,4 @@
-//! Timeout arithmetic (protocol.md A.5, G) and transient classification (G.3, decisions.md D8).
+//! Timeout arithmetic and transient classification.
 //!
 //! Config numbers come from JSON: a value counts only when it is a JSON number, positive and
 //! finite (JSON cannot carry non-finite numbers; a `null` or string is ignored exactly as the
@@ -29,7 +29,7 @@ pub const MAX_DEFAULT_RPC_TIMEOUT_MS: u64 = 900_000;
 pub const MAX_CONFIGURED_TIMEOUT_MS: u64 = 86_400_000;
 /// The cap on the acquisition diagnostic's `elapsedMs`: 7 days.
 pub const MAX_ELAPSED_MS: u64 = 604_800_000;
-/// The cap on a native sync `minimumTimeoutMs`: 30 minutes (decisions.md D7).
+/// The cap on a native sync `minimumTimeoutMs`: 30 minutes.
 pub const MAX_SYNC_MINIMUM_TIMEOUT_MS: u64 = 1_800_000;
 /// The fixed resume budget of HOST-2026-09, and the per-attempt fallback.
 pub const RESUME_DEFAULT_BUDGET_MS: u64 = 60_000;
@@ -252,7 +252,7 @@ pub fn is_transient_resume_failure(error: &Value) -> bool {
     error.get("message").and_then(Value::as_str).is_some_and(is_transient_resume_message)
 }
 
-/// How the host classifies a failed acquisition (decisions.md D8).
+/// How the host classifies a failed acquisition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AcquisitionFailureClass {
     /// The first failure was the acquisition's own deadline: a transient provider failure,
@@ -272,7 +272,7 @@ pub enum AcquisitionFailureClass {
     },
 }
 
-/// decisions.md D8: a valid diagnostic with `elapsedMs >= budgetMs` is transient; no
+/// A valid diagnostic with `elapsedMs >= budgetMs` is transient; no
 /// diagnostic, or `elapsedMs < budgetMs`, is `setup_failed` / `lease_acquire_failed`. Message
 /// text is never parsed. (An invalid diagnostic never becomes an [`AcquisitionDiagnostic`].)
 pub fn classify_acquisition_failure(

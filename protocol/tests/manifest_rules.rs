@@ -1,4 +1,4 @@
-//! One test per manifest rule (protocol.md C, decisions.md D1–D4), through the public API.
+//! One test per manifest rule, through the public API.
 
 use paperclip_sandbox_protocol::capabilities::Capability;
 use paperclip_sandbox_protocol::manifest::{

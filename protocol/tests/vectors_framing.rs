@@ -3,7 +3,7 @@
 //!
 //! Skipped kinds, owned and tested elsewhere: `response-classification` and `worker-response`
 //! (JSON-RPC classification and the SDK's wire answers) and `sync-minimum-timeout`
-//! (decisions.md D7, sync params validation).
+//!.
 
 use paperclip_sandbox_protocol::envelope::ingress::validate_runner_ingress;
 use paperclip_sandbox_protocol::envelope::receipt::accept_termination_receipt;

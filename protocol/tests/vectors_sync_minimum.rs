@@ -1,4 +1,4 @@
-//! The `sync-minimum-timeout` cases (decisions.md D7) of
+//! The `sync-minimum-timeout` cases of
 //! `tests/vectors/framing-and-timeouts.json`, run for every profile each case names, both on
 //! the raw params and through the typed `SyncParams`.
 

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use crate::runtime::peer::Peer;
 
 /// Cancellation of a call: set when the worker shuts down (the host never cancels a single
-/// call; protocol.md A.5).
+/// call).
 #[derive(Clone)]
 pub struct CancellationToken {
     rx: watch::Receiver<bool>,
@@ -166,14 +166,14 @@ impl Context {
     ///
     /// Set only for `environmentExecute` with a positive `params.timeoutMs`: the command's own
     /// timeout, counted from when the request was read. The host's RPC deadline is later than
-    /// this (it adds the config's grace, protocol.md G); a provider that honours this deadline
+    /// this; a provider that honours this deadline
     /// answers `timedOut: true` in time.
     pub fn deadline(&self) -> Option<Instant> {
         self.inner.deadline
     }
 
     /// Streams a chunk of the running command's output to the host as `execute.log`
-    /// notifications (protocol.md A.6), without waiting.
+    /// notifications, without waiting.
     ///
     /// Only while serving `environmentExecute`; elsewhere the chunk is dropped (the host would
     /// drop it too). Empty chunks are dropped; chunks longer than
@@ -253,7 +253,7 @@ impl Context {
         })
     }
 
-    /// Calls any worker→host method (protocol.md A.7), tagged with this call's invocation id.
+    /// Calls any worker→host method, tagged with this call's invocation id.
     pub async fn call_host(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
         let inv = self.invocation_id().map(str::to_owned);
         self.inner.peer.call(method, Some(params), inv).await

@@ -1,7 +1,7 @@
 //! [`ProviderError`]: what a hook returns when it fails, and how it becomes a JSON-RPC error.
 //!
 //! A provider error is a code and a message, nothing else. **Arbitrary `error.data` is never
-//! forwarded** (protocol.md B): there is no way to attach a free-form [`Value`] to a provider
+//! forwarded**: there is no way to attach a free-form [`Value`] to a provider
 //! error, and converting a received [`ErrorObject`] keeps its code and message but drops its
 //! data. The only data that may ever reach the wire are the typed envelopes of the contract
 //! (creation cleanup with its acquisition diagnostic, sync error, stop error), held in a
@@ -51,7 +51,7 @@ pub struct ProviderError {
 }
 
 impl ProviderError {
-    /// An error with any code. Plugin codes of protocol.md B are in [`ErrorCode`]; other
+    /// An error with any code. Plugin codes of the published SDK are in [`ErrorCode`]; other
     /// integers pass through to the host unchanged.
     pub fn new(code: impl Into<i64>, message: impl Into<String>) -> Self {
         ProviderError { code: code.into(), message: message.into(), data: None }
@@ -102,7 +102,7 @@ impl ProviderError {
         ProviderError { data: Some(EnvelopeData::Sync(diagnostic)), ..Self::worker(message) }
     }
 
-    /// `-32002` carrying the typed stop error (decisions.md D6). Sent on stop only.
+    /// `-32002` carrying the typed stop error. Sent on stop only.
     pub fn stop(message: impl Into<String>, reason: StopErrorReason) -> Self {
         ProviderError { data: Some(EnvelopeData::Stop(reason)), ..Self::worker(message) }
     }

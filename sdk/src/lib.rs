@@ -1,7 +1,7 @@
 //! Write a Paperclip sandbox-provider plugin worker in Rust.
 //!
 //! The host spawns the worker and speaks JSON-RPC 2.0 over NDJSON on its stdin and stdout
-//! (protocol.md A). This crate is the worker side: implement [`SandboxProvider`], declare the
+//!. This crate is the worker side: implement [`SandboxProvider`], declare the
 //! plugin manifest with [`#[derive(PluginManifest)]`](macro@PluginManifest), hand the provider
 //! to [`run_plugin`], and the runtime does the rest.
 //!
@@ -288,7 +288,7 @@ impl Worker {
         self
     }
 
-    /// The inbound frame cap in bytes (default 64 MiB, decisions.md D10).
+    /// The inbound frame cap in bytes.
     pub fn frame_limit(mut self, bytes: usize) -> Self {
         self.config.frame_limit = bytes;
         self

@@ -1,5 +1,5 @@
 //! Run-wide checks on what the worker sent: only allowlisted `error.data` envelopes
-//! (protocol.md B, F.2; decisions.md D6) and no planted secret anywhere (protocol.md A.7, H.4).
+//! and no planted secret anywhere.
 //!
 //! Envelopes are judged with the protocol crate's readers: an envelope is allowlisted when the
 //! host's reader accepts it and rebuilding it from what the reader kept gives back exactly the

@@ -1,5 +1,5 @@
 //! Framing checks: NDJSON details, parse errors, id echo, void results, method errors, oversize
-//! frames and stdout purity (protocol.md A.2, B; decisions.md D9, D10).
+//! frames and stdout purity.
 
 use std::time::{Duration, Instant};
 
@@ -205,6 +205,12 @@ pub fn oversize(ctx: &mut Ctx<'_>) -> CheckResult {
 
 /// WIRE-STDOUT-1: whole run.
 pub fn stdout_purity(ctx: &mut Ctx<'_>) -> CheckResult {
+    if let Some(line) = &ctx.env.manifest_impure_line {
+        return Err(fail(
+            "only JSON on stdout, `<worker> --manifest` included",
+            format!("`--manifest` printed a non-JSON line before or after the manifest: {line:?}"),
+        ));
+    }
     let seen = ctx.observations.lock();
     match seen.impure_lines.first() {
         None => Ok(()),
@@ -226,3 +232,79 @@ pub fn is_frame(line: &str) -> bool {
         Ok(Message::Request(_) | Message::Response(_) | Message::Notification(_))
     )
 }
+
+use crate::check::{
+    check, Check,
+    Need::Oversize,
+    Scope::{Fresh, Main},
+};
+
+/// The framing group (on the main worker; `framing.stdout-purity` runs with the run-wide
+/// checks).
+pub const GROUP: &[Check] = &[
+    check(
+        "framing.blank-and-crlf",
+        "WIRE-NDJSON-1",
+        "blank lines and CRLF tolerated",
+        Main,
+        &[],
+        blank_and_crlf,
+    ),
+    check(
+        "framing.parse-error",
+        "WIRE-PARSE-1",
+        "invalid JSON answered -32700 with id null",
+        Main,
+        &[],
+        parse_error,
+    ),
+    check(
+        "framing.parse-error-exact",
+        "WIRE-PARSE-2",
+        "parse-error answer as the published SDK's",
+        Main,
+        &[],
+        parse_error_exact,
+    ),
+    check(
+        "framing.invalid-request",
+        "WIRE-INVALID-1",
+        "id-null request not answered with success",
+        Main,
+        &[],
+        invalid_request,
+    ),
+    check("framing.id-echo", "WIRE-ID-1", "ids echoed with exact JSON type", Main, &[], id_echo),
+    check(
+        "framing.method-not-found",
+        "WIRE-METHOD-1",
+        "unknown method answered -32601",
+        Main,
+        &[],
+        method_not_found,
+    ),
+    check(
+        "framing.not-implemented",
+        "WIRE-METHOD-2",
+        "known unimplemented method answered -32004",
+        Main,
+        &[],
+        not_implemented,
+    ),
+    check(
+        "framing.oversize",
+        "WIRE-FRAME-1",
+        "worker survives an oversize frame",
+        Main,
+        &[Oversize],
+        oversize,
+    ),
+    check(
+        "framing.void-result-null",
+        "WIRE-VOID-1",
+        "void answer carries result: null",
+        Fresh,
+        &[],
+        void_result_null,
+    ),
+];

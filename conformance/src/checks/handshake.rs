@@ -1,5 +1,5 @@
 //! Handshake checks: initialize, `supportedMethods`, a second initialize, and capability
-//! honesty both ways (protocol.md A.3, B, D.14, H.4; decisions.md D4).
+//! honesty both ways.
 
 use paperclip_sandbox_protocol::methods::{name, MethodFamily, MethodInfo, METHODS};
 use paperclip_sandbox_protocol::HostProfile;
@@ -101,7 +101,7 @@ fn probe_method(ctx: &mut Ctx<'_>, method: &str, missing: &Lease) -> Reply {
         if let Some(lease) =
             Lease::from_result(v).filter(|_| method == name::ENVIRONMENT_ACQUIRE_LEASE)
         {
-            ctx.ledger.track(lease);
+            ctx.track(&lease);
         }
     }
     reply
@@ -168,7 +168,7 @@ pub fn unadvertised_not_implemented(ctx: &mut Ctx<'_>) -> CheckResult {
     }
 }
 
-/// SYNC-PAIR-1 (decisions.md D4).
+/// SYNC-PAIR-1.
 pub fn sync_pair(ctx: &mut Ctx<'_>) -> CheckResult {
     require_initialized(ctx)?;
     let sync_in = ctx.facts.advertises(name::ENVIRONMENT_SYNC_IN);
@@ -186,3 +186,57 @@ pub fn sync_pair(ctx: &mut Ctx<'_>) -> CheckResult {
         format!("{has} is advertised without {lacks}; the host would fall back to base64-over-exec for every transfer"),
     ))
 }
+
+use crate::check::{check, Check, Scope::Main};
+
+/// The handshake group.
+pub const GROUP: &[Check] = &[
+    check(
+        "handshake.initialize",
+        "INIT-1",
+        "initialize answers ok within 15 s",
+        Main,
+        &[],
+        initialize,
+    ),
+    check(
+        "handshake.supported-methods",
+        "INIT-2",
+        "supportedMethods is an array of strings",
+        Main,
+        &[],
+        supported_methods,
+    ),
+    check(
+        "handshake.second-initialize",
+        "INIT-3",
+        "a second initialize errors",
+        Main,
+        &[],
+        second_initialize,
+    ),
+    check(
+        "handshake.advertised-implemented",
+        "CAP-HONEST-1",
+        "advertised methods are implemented",
+        Main,
+        &[],
+        advertised_implemented,
+    ),
+    check(
+        "handshake.unadvertised-not-implemented",
+        "CAP-HONEST-2",
+        "unadvertised methods answer -32004",
+        Main,
+        &[],
+        unadvertised_not_implemented,
+    ),
+    check(
+        "handshake.sync-pair",
+        "SYNC-PAIR-1",
+        "sync verbs advertised both or neither",
+        Main,
+        &[],
+        sync_pair,
+    ),
+];

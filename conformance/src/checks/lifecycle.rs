@@ -1,21 +1,21 @@
-//! Lease lifecycle checks: validateConfig, probe, acquire, realize, release, resume, destroy
-//! and stop (protocol.md D.1–D.8; decisions.md D6). Every lease comes from the check's ledger.
+//! Lease lifecycle checks: validateConfig, probe, acquire (and its remote cwd), realize,
+//! release, resume, destroy and stop. Every lease goes through the run's ledger.
 
 use paperclip_sandbox_protocol::methods::name;
 use serde_json::{json, Value};
 
 use paperclip_sandbox_protocol::envelope::accept_termination_receipt;
 
-use crate::checks::execute::exec;
 use crate::context::{fail, CheckResult, Ctx};
 use crate::host::clip;
+use crate::hostmodel::{self, Exec};
 use crate::ledger::Lease;
 
 fn show(v: &Value) -> String {
     clip(&v.to_string())
 }
 
-/// Checks a termination receipt with the host's acceptance rule (protocol.md D.1, P7): it names
+/// Checks a termination receipt with the host's acceptance rule: it names
 /// `lease` and its state is one of `states`. A `null` result is accepted when `allow_void`.
 fn receipt(result: &Value, lease: &Lease, states: &[&str], allow_void: bool) -> Result<(), String> {
     if result.is_null() && allow_void {
@@ -52,24 +52,39 @@ pub fn validate_config(ctx: &mut Ctx<'_>) -> CheckResult {
     }
 }
 
-/// LIFE-PROBE-1.
+/// LIFE-PROBE-1: a check of shape, not of health. `{ok: false, summary}` is a conforming
+/// answer (the backend is down); it is noted once, and later failures name it as the cause.
+// Upstream packages/plugins/sdk/src/protocol.ts: `environmentProbe` answers
+// `{ok: boolean, summary?, diagnostics?[{severity, message, code?, details?}], metadata?}`; the
+// host shows `ok: false` to the operator as an unhealthy environment, it is not a protocol
+// error. So the probe is judged on its shape only.
 pub fn probe(ctx: &mut Ctx<'_>) -> CheckResult {
     let params = Value::Object(ctx.base_params());
-    let expected = "{ok: true, summary?, diagnostics?: array, metadata?}";
+    let expected = "{ok: boolean, summary?: string, diagnostics?: array, metadata?: object}";
     let result = ctx
         .session()
         .call(name::ENVIRONMENT_PROBE, params)
         .into_result()
         .map_err(|a| fail(expected, a))?;
-    let diagnostics_ok = result.get("diagnostics").is_none_or(Value::is_array);
-    if result.get("ok") == Some(&Value::Bool(true)) && diagnostics_ok {
-        Ok(())
-    } else {
-        Err(fail(expected, show(&result)))
+    let shape_ok = result.get("ok").is_some_and(Value::is_boolean)
+        && result.get("summary").is_none_or(|v| v.is_string() || v.is_null())
+        && result.get("diagnostics").is_none_or(|v| v.is_array() || v.is_null())
+        && result.get("metadata").is_none_or(|v| v.is_object() || v.is_null());
+    if !shape_ok {
+        return Err(fail(expected, show(&result)));
     }
+    if result.get("ok") == Some(&Value::Bool(false)) {
+        let summary = result
+            .get("summary")
+            .and_then(Value::as_str)
+            .map_or_else(|| "no summary".to_owned(), clip);
+        ctx.notes.push(format!("the backend is unreachable: probe answered ok: false ({summary})"));
+        ctx.observations.lock().backend_down = Some(summary);
+    }
+    Ok(())
 }
 
-/// LIFE-ACQUIRE-1.
+/// LIFE-ACQUIRE-1: acquired with the params the host sends.
 pub fn acquire(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = ctx.acquire()?;
     let expires_ok = lease.expires_at.is_null() || lease.expires_at.is_string();
@@ -79,14 +94,42 @@ pub fn acquire(ctx: &mut Ctx<'_>) -> CheckResult {
     Ok(())
 }
 
+/// LIFE-CWD-1: the lease names its workspace in `metadata.remoteCwd`; without it the host runs
+/// every command in `/tmp`.
+pub fn remote_cwd(ctx: &mut Ctx<'_>) -> CheckResult {
+    let lease = ctx.acquire()?;
+    if hostmodel::names_remote_cwd(&lease) {
+        return Ok(());
+    }
+    Err(fail(
+        "metadata.remoteCwd: the lease's workspace directory (a non-empty string)",
+        format!(
+            "metadata {}: the host runs every command in {} and puts its runtime files there",
+            show(&lease.metadata),
+            hostmodel::DEFAULT_REMOTE_CWD
+        ),
+    ))
+}
+
 /// LIFE-REALIZE-1.
 pub fn realize(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = ctx.acquire()?;
-    ctx.realize(&lease)?;
+    let cwd = ctx.realize(&lease)?;
+    if cwd.is_none() {
+        ctx.notes.push(format!(
+            "no cwd in the realize result: the host records {:?} (metadata.remoteCwd, else the \
+             workspace path)",
+            hostmodel::remote_cwd(&lease)
+        ));
+    }
     Ok(())
 }
 
 /// LIFE-RELEASE-1.
+///
+// Upstream environment-runtime.ts (release): sent only when advertised, with
+// `{…base, providerLeaseId, leaseMetadata}` and `cancelActiveWork` only when set, no
+// runStatus; the answer is void or a termination receipt for that lease.
 pub fn release(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = ctx.acquire()?;
     let params = Value::Object(ctx.lease_id_params(&lease));
@@ -110,6 +153,9 @@ pub fn resume_live(ctx: &mut Ctx<'_>) -> CheckResult {
         .call(name::ENVIRONMENT_RESUME_LEASE, params)
         .into_result()
         .map_err(|a| fail(&expected, a))?;
+    if let Some(resumed) = Lease::from_result(&result) {
+        ctx.track(&resumed);
+    }
     match result.get("providerLeaseId").and_then(Value::as_str) {
         Some(id) if id == lease.id => Ok(()),
         _ => Err(fail(expected, show(&result))),
@@ -124,7 +170,7 @@ pub fn resume_destroyed(ctx: &mut Ctx<'_>) -> CheckResult {
         .call(name::ENVIRONMENT_DESTROY_LEASE, params.clone())
         .into_result()
         .map_err(|a| fail("environmentDestroyLease succeeds", a))?;
-    ctx.ledger.forget(&lease.id);
+    ctx.ledger.ended(&lease.id);
     let expected = "{providerLeaseId: null, metadata: {…}} (not resumable)";
     let result = ctx
         .session()
@@ -135,7 +181,7 @@ pub fn resume_destroyed(ctx: &mut Ctx<'_>) -> CheckResult {
     let metadata_ok = result.get("metadata").is_none_or(Value::is_object);
     if !null_id || !metadata_ok {
         if let Some(resumed) = Lease::from_result(&result) {
-            ctx.ledger.track(resumed);
+            ctx.track(&resumed);
         }
         return Err(fail(expected, show(&result)));
     }
@@ -155,7 +201,7 @@ pub fn destroy_idempotent(ctx: &mut Ctx<'_>) -> CheckResult {
         .call(name::ENVIRONMENT_DESTROY_LEASE, params.clone())
         .into_result()
         .map_err(|a| fail(expected, format!("first destroy: {a}")))?;
-    ctx.ledger.forget(&lease.id);
+    ctx.ledger.ended(&lease.id);
     receipt(&first, &lease, &["destroyed"], true)
         .map_err(|a| fail(expected, format!("first destroy: {a}")))?;
     let second = ctx
@@ -174,13 +220,16 @@ pub fn destroy_idempotent(ctx: &mut Ctx<'_>) -> CheckResult {
 }
 
 /// LIFE-STOP-1.
+///
+// Upstream environment-runtime.ts (stop): needs advertisement, the receipt state must be
+// "stopped", and the host resumes the stopped lease later only on the reuse path
+// (reusableLeases effective); sandbox-stop-and-retain keeps the sandbox's files.
 pub fn stop_keeps_files(ctx: &mut Ctx<'_>) -> CheckResult {
-    let lease = ctx.acquire()?;
+    let lease = crate::checks::execute::lease(ctx)?;
     let can_exec = ctx.facts.advertises(name::ENVIRONMENT_EXECUTE);
-    let cwd = if can_exec { ctx.realize(&lease)? } else { None };
     let marker = format!("pcconf-stop-{}", crate::ids::hex(8));
     if can_exec {
-        let r = exec(ctx, &lease, cwd.as_deref(), &format!("printf kept > {marker}"), json!({}))?;
+        let r = ctx.exec(&lease, &Exec::sh(format!("printf kept > {marker}")))?;
         if r.get("exitCode") != Some(&json!(0)) {
             return Err(fail("writing a marker file before stop succeeds", show(&r)));
         }
@@ -195,9 +244,16 @@ pub fn stop_keeps_files(ctx: &mut Ctx<'_>) -> CheckResult {
         .into_result()
         .map_err(|a| fail(expected, a))?;
     receipt(&result, &lease, &["stopped"], false).map_err(|a| fail(expected, a))?;
-    if !can_exec || !ctx.facts.advertises(name::ENVIRONMENT_RESUME_LEASE) {
-        ctx.notes
-            .push("files not verified: needs environmentExecute and environmentResumeLease".into());
+    // The host resumes a stopped lease only when reusableLeases is effective.
+    let resumable =
+        hostmodel::host_makes(hostmodel::HostCall::Resume, ctx.facts, ctx.env.options.profile)
+            .is_ok();
+    if !can_exec || !resumable {
+        ctx.notes.push(
+            "files not verified: needs environmentExecute and an effective reusableLeases (the \
+             host resumes a stopped lease only then)"
+                .into(),
+        );
         return Ok(());
     }
     let params = Value::Object(ctx.lease_id_params(&lease));
@@ -208,10 +264,110 @@ pub fn stop_keeps_files(ctx: &mut Ctx<'_>) -> CheckResult {
         .map_err(|a| fail("the stopped lease resumes", a))?;
     let lease = Lease::from_result(&resumed)
         .ok_or_else(|| fail("the stopped lease resumes", show(&resumed)))?;
-    let r = exec(ctx, &lease, cwd.as_deref(), &format!("cat {marker}"), json!({}))?;
+    ctx.track(&lease);
+    let r = ctx.exec(&lease, &Exec::sh(format!("cat {marker}")))?;
     if r.get("stdout") == Some(&json!("kept")) {
         Ok(())
     } else {
         Err(fail(format!("the file {marker} written before stop is still there"), show(&r)))
     }
 }
+
+use crate::check::{check, Check, Need, Scope::Main};
+use crate::hostmodel::HostCall;
+use paperclip_sandbox_protocol::methods::Method;
+
+const ACQUIRE: Need = Need::Method(Method::EnvironmentAcquireLease);
+
+/// The lifecycle group that opens a lease (validate, probe, acquire, remote cwd, realize).
+pub const GROUP: &[Check] = &[
+    check(
+        "lifecycle.validate-config",
+        "LIFE-VALIDATE-1",
+        "validateConfig accepts the config",
+        Main,
+        &[Need::Method(Method::EnvironmentValidateConfig)],
+        validate_config,
+    ),
+    check(
+        "lifecycle.probe",
+        "LIFE-PROBE-1",
+        "probe answers {ok, summary?, diagnostics?}",
+        Main,
+        &[Need::Method(Method::EnvironmentProbe)],
+        probe,
+    ),
+    check(
+        "lifecycle.acquire",
+        "LIFE-ACQUIRE-1",
+        "acquire answers a lease",
+        Main,
+        &[ACQUIRE],
+        acquire,
+    ),
+    check(
+        "lifecycle.remote-cwd",
+        "LIFE-CWD-1",
+        "the lease names metadata.remoteCwd",
+        Main,
+        &[ACQUIRE, Need::Lease],
+        remote_cwd,
+    ),
+    check(
+        "lifecycle.realize",
+        "LIFE-REALIZE-1",
+        "realize answers {cwd?, metadata?}",
+        Main,
+        &[ACQUIRE, Need::Method(Method::EnvironmentRealizeWorkspace), Need::Lease],
+        realize,
+    ),
+];
+
+/// The lifecycle group that ends leases (release, resume, destroy, stop).
+pub const GROUP_END: &[Check] = &[
+    check(
+        "lifecycle.release",
+        "LIFE-RELEASE-1",
+        "release answers null or a receipt naming the lease",
+        Main,
+        &[ACQUIRE, Need::Method(Method::EnvironmentReleaseLease), Need::Lease],
+        release,
+    ),
+    check(
+        "lifecycle.resume-live",
+        "LIFE-RESUME-1",
+        "resume of a live lease returns it",
+        Main,
+        &[ACQUIRE, Need::Host(HostCall::Resume), Need::Lease],
+        resume_live,
+    ),
+    check(
+        "lifecycle.resume-destroyed",
+        "LIFE-RESUME-2",
+        "resume of a destroyed lease returns providerLeaseId null",
+        Main,
+        &[
+            ACQUIRE,
+            Need::Host(HostCall::Resume),
+            Need::Method(Method::EnvironmentDestroyLease),
+            Need::Lease,
+        ],
+        resume_destroyed,
+    ),
+    check(
+        "lifecycle.destroy-idempotent",
+        "LIFE-DESTROY-1",
+        "destroy twice succeeds",
+        Main,
+        &[ACQUIRE, Need::Method(Method::EnvironmentDestroyLease), Need::Lease],
+        destroy_idempotent,
+    ),
+    check(
+        "lifecycle.stop-keeps-files",
+        "LIFE-STOP-1",
+        "stop answers a stopped receipt and keeps files",
+        Main,
+        &[ACQUIRE, Need::Host(HostCall::Stop), Need::Lease],
+        stop_keeps_files,
+    ),
+];

@@ -1,5 +1,5 @@
-//! The checks, one module per family. Each check is a plain function over a [`Ctx`]; the
-//! registry decides whether it runs.
+//! The checks, one module per group. Each check is a plain function over a [`Ctx`]; each
+//! module ends with its `GROUP` table, and the registry decides whether a check runs.
 //!
 //! [`Ctx`]: crate::context::Ctx
 
@@ -7,8 +7,11 @@ pub mod envelopes;
 pub mod execute;
 pub mod framing;
 pub mod handshake;
+pub mod ledger;
 pub mod lifecycle;
+pub mod lints;
 pub mod manifest;
 pub mod newer;
+pub mod runtime;
 pub mod shutdown;
 pub mod sync;

@@ -3,9 +3,10 @@
 //! operation/result pairing, a duplex channel's open → data → exit → close, and `-32004` for
 //! the known methods a worker does not implement.
 //!
-//! Each check is gated by the methods it needs, as the host gates its calls: a worker that
-//! does not advertise `prepareIdleSleep` is never asked to sleep, one that does not advertise
-//! `duplexChannelOpen` never gets a channel.
+//! Each check is gated in [`GROUP`] as the host gates its calls: a worker that does not
+//! advertise `prepareIdleSleep` is never asked to sleep, and a duplex channel is opened only
+//! when `duplexCommandStream` is effective. Every lease goes through the run's lease ledger,
+//! every command through [`crate::hostmodel::Exec`].
 
 use std::time::{Duration, Instant};
 
@@ -13,8 +14,16 @@ use paperclip_sandbox_protocol::jsonrpc::{Message, Request};
 use paperclip_sandbox_protocol::methods::{name, ChannelBytes, TaskOperation, TaskResult};
 use serde_json::{json, Value};
 
+use crate::check::{
+    check, Check, Need,
+    Scope::{Fresh, Main},
+};
+use crate::checks::execute;
 use crate::context::{fail, CheckResult, Ctx, Finding};
 use crate::host::{clip, Reply, Session};
+use crate::hostmodel::{Exec, HostCall};
+use paperclip_sandbox_protocol::methods::Method;
+use paperclip_sandbox_protocol::HostProfile;
 
 /// How long the checks wait for a stream's notifications.
 const STREAM_WAIT: Duration = Duration::from_secs(20);
@@ -86,17 +95,16 @@ pub fn seal(ctx: &mut Ctx<'_>) -> CheckResult {
 
 /// IDLE-BUSY-1: while a command runs, `prepareIdleSleep` never answers `none`.
 pub fn busy(ctx: &mut Ctx<'_>) -> CheckResult {
-    let lease = ctx.acquire()?;
-    let mut params = ctx.lease_params(&lease);
-    params.insert("command".into(), json!("sh"));
-    params.insert("args".into(), json!(["-c", "sleep 2"]));
-    params.insert("timeoutMs".into(), json!(20_000));
+    let lease = execute::lease(ctx)?;
+    // The command as the host sends it (the lease's remote cwd, `bypassSession`).
+    let params =
+        Exec::sh("sleep 2").timeout(20_000).params(ctx.facts, &lease, ctx.lease_params(&lease));
     let s = ctx.session();
     let id = s.next_id();
     let request = Request {
         id: id.clone(),
         method: name::ENVIRONMENT_EXECUTE.into(),
-        params: Some(Value::Object(params)),
+        params: Some(params),
         invocation: None,
         invocation_id: None,
     };
@@ -180,7 +188,7 @@ fn channel_exit(s: &Session, route: &str) -> Option<Value> {
 /// back as `duplexChannel.data` (canonical base64, bound to the route and session), its exit
 /// as one `duplexChannel.exit`, and close acknowledges the route.
 pub fn duplex(ctx: &mut Ctx<'_>) -> CheckResult {
-    let lease = ctx.acquire()?;
+    let lease = execute::lease(ctx)?;
     let route = format!("pcconf-route-{}", crate::ids::hex(6));
     let base = ctx.base_params();
     let open = json!({"hostRouteId": route, "driverKey": base["driverKey"], "companyId": base["companyId"],
@@ -287,6 +295,67 @@ pub fn not_implemented(ctx: &mut Ctx<'_>) -> CheckResult {
         Err(fail("-32004 <method> is not implemented by this plugin", wrong.join("; ")))
     }
 }
+
+const ACQUIRE: Need = Need::Method(Method::EnvironmentAcquireLease);
+const NOVEMBER: Need = Need::Profile(HostProfile::Paperclip2026_11);
+
+/// The checks of the newest upstream methods, each gated by what the worker advertises and
+/// what the host would call.
+pub const GROUP: &[Check] = &[
+    check(
+        "newer.not-implemented",
+        "WIRE-METHOD-2",
+        "environmentTask, routeAiConnection, loginPtyOpen, duplexChannelOpen: -32004 unless advertised",
+        Main,
+        &[NOVEMBER],
+        not_implemented,
+    ),
+    check(
+        "newer.idle-seal",
+        "IDLE-SEAL-1",
+        "prepareIdleSleep none seals until the owner releases; a stale release does not",
+        Fresh,
+        &[NOVEMBER, Need::Method(Method::PrepareIdleSleep)],
+        seal,
+    ),
+    check(
+        "newer.idle-busy",
+        "IDLE-BUSY-1",
+        "no idle sleep while a command runs",
+        Main,
+        &[
+            NOVEMBER,
+            Need::Method(Method::PrepareIdleSleep),
+            ACQUIRE,
+            Need::Method(Method::EnvironmentExecute),
+            Need::Lease,
+        ],
+        busy,
+    ),
+    check(
+        "newer.task-pairing",
+        "TASK-PAIR-1",
+        "environmentTask refuses a foreign operation and answers status with status",
+        Main,
+        &[NOVEMBER, Need::Method(Method::EnvironmentTask)],
+        pairing,
+    ),
+    check(
+        "newer.duplex-roundtrip",
+        "DUPLEX-1",
+        "duplex channel: open, data, exit, close",
+        Main,
+        &[
+            ACQUIRE,
+            Need::Method(Method::DuplexChannelOpen),
+            Need::Method(Method::DuplexChannelWrite),
+            Need::Method(Method::DuplexChannelClose),
+            Need::Host(HostCall::Duplex),
+            Need::Lease,
+        ],
+        duplex,
+    ),
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,15 +1,23 @@
 //! Shutdown checks, each on a fresh worker: exit after `shutdown`, exit on stdin end of file,
-//! and no survivor of the worker (protocol.md A.4, K item 4).
+//! and nothing the worker started outlives it.
+//!
+//! `shutdown.no-orphans` judges the worker's own process group on this machine (asked of the
+//! kernel, never by scanning a process table), and a command it was running at shutdown
+//! through the wire: the command appends to a heartbeat file in its lease, and after the
+//! worker exits a follow-up execute (on the main worker) shows whether the file still grows.
+//! That works the same for a local, a containerized and a remote sandbox, and the harness
+//! never signals anything outside the worker's own process group.
 
 use std::time::{Duration, Instant};
 
 use paperclip_sandbox_protocol::methods::name;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::context::{fail, CheckResult, Ctx, Finding};
 use crate::host::Session;
+use crate::hostmodel::{quote, Exec};
 use crate::ledger::Lease;
-use crate::process::group_members;
+use crate::process::group_alive;
 
 /// SHUT-1.
 pub fn on_request(ctx: &mut Ctx<'_>) -> CheckResult {
@@ -42,153 +50,122 @@ pub fn on_stdin_eof(ctx: &mut Ctx<'_>) -> CheckResult {
     }
 }
 
+/// A command left running on a fresh worker: its lease and its heartbeat file.
+struct Heartbeat {
+    lease: Lease,
+    path: String,
+}
+
+/// Acquires a lease on the fresh worker and starts a heartbeat command in it without waiting
+/// for the answer (it never comes before shutdown).
+fn start_heartbeat(ctx: &mut Ctx<'_>, s: &mut Session) -> Option<Heartbeat> {
+    let lease = ctx.acquire_on(s).ok()?;
+    let path = format!(
+        "{}/pcconf-orphan-{}",
+        crate::hostmodel::remote_cwd(&lease).trim_end_matches('/'),
+        crate::ids::hex(8)
+    );
+    let script = format!("while :; do printf x >> {}; sleep 0.2; done", quote(&path));
+    let params =
+        Exec::sh(script).timeout(300_000).params(ctx.facts, &lease, ctx.lease_params(&lease));
+    let _ = s.start_call(name::ENVIRONMENT_EXECUTE, params);
+    // Give the command time to start and beat a few times.
+    let until = Instant::now() + Duration::from_millis(1200);
+    s.pump_until(until, |_| false);
+    Some(Heartbeat { lease, path })
+}
+
+/// Through the wire: does the heartbeat still grow? `Ok(None)` when the main worker cannot
+/// reach the lease (then only the process group is judged).
+fn still_beating(ctx: &mut Ctx<'_>, beat: &Heartbeat) -> Result<Option<(u64, u64)>, Finding> {
+    if !ctx.has_session() {
+        return Ok(None);
+    }
+    let p = quote(&beat.path);
+    let script = format!(
+        "a=$(wc -c < {p} 2>/dev/null || echo 0); sleep 1.5; b=$(wc -c < {p} 2>/dev/null || echo 0); echo \"$a $b\""
+    );
+    let Ok(r) = ctx.exec(&beat.lease, &Exec::sh(script)) else { return Ok(None) };
+    let out = r.get("stdout").and_then(|v| v.as_str()).unwrap_or_default();
+    let nums: Vec<u64> = out.split_whitespace().filter_map(|n| n.parse().ok()).collect();
+    match nums.as_slice() {
+        [a, b] if r.get("exitCode") == Some(&json!(0)) => Ok(Some((*a, *b))),
+        _ => Ok(None),
+    }
+}
+
 /// SHUT-3: shut a worker down while a command it started is still running, then look for
-/// survivors: the worker's own process group, and (when the command runs on this machine) the
-/// command itself, wherever its process group is. A worker without `environmentExecute` is
-/// checked on its group alone.
+/// survivors: the worker's own process group, and the command itself, through the wire.
 pub fn no_orphans(ctx: &mut Ctx<'_>) -> CheckResult {
     let limit = ctx.env.options.shutdown_timeout;
     let mut s = ctx.spawn_initialized("orphans")?;
     let pgid = s.process().pid();
-    let marker = if ctx.facts.advertises(name::ENVIRONMENT_ACQUIRE_LEASE)
+    let heartbeat = if ctx.facts.advertises(name::ENVIRONMENT_ACQUIRE_LEASE)
         && ctx.facts.advertises(name::ENVIRONMENT_EXECUTE)
     {
-        start_long_command(ctx, &mut s, pgid)
+        start_heartbeat(ctx, &mut s)
     } else {
         None
     };
-    ctx.notes.push(match &marker {
-        Some(m) => format!("shut down while `sh -c 'sleep {m}'` was running"),
-        None => "no command could be seen running on this machine; checked the worker's \
-                 process group only"
-            .into(),
-    });
     let started = Instant::now();
     let id = s.next_id();
     let _ = s.call_with(id, name::SHUTDOWN, json!({}), false, limit);
     let left = limit.saturating_sub(started.elapsed());
     if s.process().wait_exit(left).is_none() {
-        kill_marked(marker.as_deref());
         return Err(Finding::Skip(
             "the worker did not exit on its own; see shutdown.on-request".into(),
         ));
     }
     // Give children that are on their way out a moment to go.
     let deadline = Instant::now() + Duration::from_millis(500);
-    let survivors = || {
-        let mut list: Vec<String> =
-            group_members(pgid).iter().map(|m| format!("{} ({})", m.pid, m.name)).collect();
-        if let Some(marker) = &marker {
-            list.extend(
-                marked_processes(marker).iter().map(|pid| format!("{pid} (`sleep {marker}`)")),
-            );
-        }
-        list
-    };
-    let mut list = survivors();
-    while !list.is_empty() && Instant::now() < deadline {
+    while group_alive(pgid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
-        list = survivors();
     }
-    if list.is_empty() {
+    if group_alive(pgid) {
+        s.process().signal_group(libc::SIGKILL);
+        return Err(fail(
+            "no process of the worker's process group is alive after it exits",
+            format!("process group {pgid} still has members (killed by the harness)"),
+        ));
+    }
+    let Some(beat) = heartbeat else {
+        ctx.notes
+            .push("no command could be started; checked the worker's process group only".into());
         return Ok(());
+    };
+    match still_beating(ctx, &beat)? {
+        Some((a, b)) if b > a => Err(fail(
+            "a command running at `shutdown` ends with the worker",
+            format!(
+                "its heartbeat file in lease {} grew from {a} to {b} bytes after the worker \
+                 exited: the command outlives it (ending the lease will stop it)",
+                beat.lease.id
+            ),
+        )),
+        Some(_) => Ok(()),
+        None => {
+            ctx.notes.push(format!(
+                "shut down while a command was running; lease {} was not reachable from the main \
+                 worker afterwards, so only the worker's process group was judged",
+                beat.lease.id
+            ));
+            Ok(())
+        }
     }
-    s.process().signal_group(libc::SIGKILL);
-    kill_marked(marker.as_deref());
-    Err(fail(
-        "no process the worker started is alive after it exits (a command running at `shutdown` \
-         is ended with the worker)",
-        format!("survivors: {} (killed by the harness)", list.join(", ")),
-    ))
 }
 
-/// Acquires a lease on the fresh worker and starts `sleep <marker>` in it without waiting for
-/// the answer. Returns the marker once the command is seen running on this machine as a
-/// descendant of the worker (`worker_pid`); `None` when acquiring fails or the command runs
-/// elsewhere (a remote sandbox, whose processes are not the worker's children).
-fn start_long_command(ctx: &Ctx<'_>, s: &mut Session, worker_pid: i32) -> Option<String> {
-    let mut params = ctx.base_params();
-    params.insert("runId".into(), json!(crate::ids::uuid()));
-    let lease = s
-        .call(name::ENVIRONMENT_ACQUIRE_LEASE, Value::Object(params))
-        .into_result()
-        .ok()
-        .and_then(|v| Lease::from_result(&v))?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let marker = format!("297.{nanos:09}{}", std::process::id());
-    let mut p = ctx.lease_params(&lease);
-    p.insert("command".into(), json!("sh"));
-    p.insert("args".into(), json!(["-c", format!("sleep {marker}")]));
-    p.insert("timeoutMs".into(), json!(300_000));
-    p.insert("bypassSession".into(), json!(true));
-    // Sent like any execute; the answer never comes before shutdown, so wait only briefly.
-    let id = s.next_id();
-    let _ = s.call_with(
-        id,
-        name::ENVIRONMENT_EXECUTE,
-        Value::Object(p),
-        true,
-        Duration::from_millis(50),
-    );
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
-        if marked_processes(&marker).into_iter().any(|pid| descends_from(pid, worker_pid)) {
-            return Some(marker);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
-}
+use crate::check::{check, Check, Scope::Fresh};
 
-/// Live (non-zombie) processes whose command line carries `marker`.
-fn marked_processes(marker: &str) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return vec![] };
-    let mut pids = vec![];
-    for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        let zombie = std::fs::read_to_string(entry.path().join("stat"))
-            .ok()
-            .and_then(|st| st.rfind(')').map(|i| st[i + 1..].trim_start().starts_with('Z')))
-            .unwrap_or(true);
-        if !zombie && cmdline.split(|b| *b == 0).any(|arg| arg.ends_with(marker.as_bytes())) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
-/// True when `worker_pid` is `pid` or one of its ancestors.
-fn descends_from(mut pid: i32, worker_pid: i32) -> bool {
-    for _ in 0..64 {
-        if pid == worker_pid {
-            return true;
-        }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-        let Some(ppid) = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
-            return false;
-        };
-        if ppid <= 1 {
-            return false;
-        }
-        pid = ppid;
-    }
-    false
-}
-
-fn kill_marked(marker: Option<&str>) {
-    for pid in marker.map(marked_processes).unwrap_or_default() {
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-        }
-    }
-}
+/// The shutdown group.
+pub const GROUP: &[Check] = &[
+    check("shutdown.on-request", "SHUT-1", "exit within 10 s of shutdown", Fresh, &[], on_request),
+    check("shutdown.on-stdin-eof", "SHUT-2", "exit on stdin EOF", Fresh, &[], on_stdin_eof),
+    check(
+        "shutdown.no-orphans",
+        "SHUT-3",
+        "nothing the worker started survives it",
+        Fresh,
+        &[],
+        no_orphans,
+    ),
+];

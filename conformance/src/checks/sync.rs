@@ -1,5 +1,5 @@
-//! The native sync round trip (protocol.md D.10): real files in a host temp dir go into the
-//! lease with environmentSyncIn (a file mapping with a mode, a directory mapping with a mode and
+//! The native sync round trip: real files in a host temp dir go into the lease, where the
+//! host puts them (under `<remoteCwd>/.paperclip-runtime/`), with environmentSyncIn (a file mapping with a mode, a directory mapping with a mode and
 //! an exclude, two postUploadCommands that must run in order), then come back with
 //! environmentSyncOut and are compared byte for byte and mode for mode.
 
@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use paperclip_sandbox_protocol::methods::name;
 use serde_json::{json, Value};
 
-use crate::checks::execute::exec;
 use crate::context::{fail, CheckResult, Ctx, Finding};
 use crate::host::clip;
+use crate::hostmodel::{self, quote, Exec};
 
 /// A host temp dir removed on drop.
 struct TempDir(PathBuf);
@@ -72,9 +72,11 @@ fn mode_of(path: &Path) -> Option<u32> {
 
 /// SYNC-1.
 pub fn round_trip(ctx: &mut Ctx<'_>) -> CheckResult {
-    let lease = ctx.acquire()?;
-    let cwd = ctx.realize(&lease)?.unwrap_or_else(|| "/tmp".into());
-    let target = format!("{}/pcconf-sync-{}", cwd.trim_end_matches('/'), crate::ids::hex(8));
+    let lease = crate::checks::execute::lease(ctx)?;
+    // Upstream sandbox-managed-runtime: uploads land under the runtime root inside the
+    // remote cwd; `assertSyncOperationsConfined` keeps targets inside the orchestrator roots.
+    let target =
+        format!("{}/pcconf-sync-{}", hostmodel::runtime_root(ctx.env, &lease), crate::ids::hex(8));
     let host = TempDir::new()?;
     let src = host.0.join("src");
     let out = host.0.join("out");
@@ -110,9 +112,11 @@ pub fn round_trip(ctx: &mut Ctx<'_>) -> CheckResult {
     check_result(&result, &in_id, "environmentSyncIn")?;
 
     if ctx.facts.advertises(name::ENVIRONMENT_EXECUTE) {
-        let script =
-            format!("cd '{target}' && stat -c %a single.txt tree/keep.txt tree/nested/deep.txt");
-        let r = exec(ctx, &lease, None, &script, json!({}))?;
+        let script = format!(
+            "cd {} && stat -c %a single.txt tree/keep.txt tree/nested/deep.txt",
+            quote(&target)
+        );
+        let r = ctx.exec(&lease, &Exec::sh(script))?;
         if r.get("stdout") != Some(&json!("640\n600\n600\n")) {
             return Err(fail(
                 "modes inside the lease: single.txt 640, files of the directory mapping 600",
@@ -172,3 +176,17 @@ pub fn round_trip(ctx: &mut Ctx<'_>) -> CheckResult {
         Err(fail("the files round-trip with their bytes, modes and excludes", wrong.join("; ")))
     }
 }
+
+use crate::check::{check, Check, Need, Scope::Main};
+use crate::hostmodel::HostCall;
+use paperclip_sandbox_protocol::methods::Method;
+
+/// The native sync group.
+pub const GROUP: &[Check] = &[check(
+    "sync.round-trip",
+    "SYNC-1",
+    "syncIn then syncOut keep bytes, modes, excludes, order",
+    Main,
+    &[Need::Method(Method::EnvironmentAcquireLease), Need::Host(HostCall::NativeSync), Need::Lease],
+    round_trip,
+)];

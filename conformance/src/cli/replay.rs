@@ -80,7 +80,7 @@ pub fn main(args: ReplayArgs) -> ExitCode {
     match check_now(&args) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("sandbox-conformance: {e}");
+            eprintln!("error: {e}");
             ExitCode::from(2)
         }
     }

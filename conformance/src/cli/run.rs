@@ -7,11 +7,14 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use paperclip_sandbox_conformance::context::DEFAULT_OVERSIZE_BYTES;
 use paperclip_sandbox_conformance::process::WorkerCommand;
-use paperclip_sandbox_conformance::registry::{describe_needs, matches_filter, CHECKS};
-use paperclip_sandbox_conformance::report::{human, junit};
+use paperclip_sandbox_conformance::registry::{all, describe_needs, matches_filter};
+use paperclip_sandbox_conformance::report::{human, junit, RunReport};
 use paperclip_sandbox_conformance::{runner, HarnessError, RunOptions};
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::json;
+use std::io::Write as _;
+
+use super::fail_usage;
 
 /// Output format of the report on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -22,8 +25,29 @@ pub enum Format {
     Json,
 }
 
+/// What `run --help` prints after the options.
+const RUN_AFTER_HELP: &str = "\
+Exit codes:
+  0  every MUST check passed (or is an expected failure) and no baseline entry is stale
+  1  a MUST check failed, or a baseline entry is stale (SHOULD failures never fail a run)
+  2  the harness could not run: bad options or files, a --filter that matches nothing, a
+     baseline naming unknown checks, a worker that cannot be spawned (a JSON report and the
+     JUnit file are still written, with the error)
+
+Profiles:
+  paperclip-2026-11  the November 2026 contract (default)
+  paperclip-2026-09  the published host 2026.916.1
+
+Verdicts: PASS, FAIL, SKIP (the host never makes that call for this worker), BLOCKED (a
+prerequisite check failed; it is named), XFAIL and STALE (with --baseline).
+
+Example:
+  sandbox-conformance run --config env.json --require-cli node,claude \\
+      --format json --junit conformance.xml -- ./target/release/my-provider";
+
 /// Options of `run`.
 #[derive(Debug, Args)]
+#[command(after_help = RUN_AFTER_HELP)]
 pub struct RunArgs {
     /// The manifest (JSON); default: what `<worker> --manifest` prints, if anything.
     #[arg(long, value_name = "FILE")]
@@ -71,6 +95,14 @@ pub struct RunArgs {
     /// The config key that receives the planted sentinel secret.
     #[arg(long, value_name = "NAME", default_value = "apiKey")]
     secret_field: String,
+    /// Fields added to the acquire params the harness sends (a JSON object; `null` removes a
+    /// field), e.g. `{"adapterType": "codex_local"}`.
+    #[arg(long, value_name = "FILE")]
+    acquire_params: Option<PathBuf>,
+    /// The CLIs your runs need on the sandbox's PATH (comma-separated, repeatable), probed with
+    /// `command -v <cmd> || exit 1` as MUST (runtime.required-clis).
+    #[arg(long, value_name = "CLI,…")]
+    require_cli: Vec<String>,
     /// Extra environment for the worker (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE")]
     env: Vec<String>,
@@ -82,41 +114,54 @@ pub struct RunArgs {
     worker: Vec<String>,
 }
 
+/// Writes `text` to stdout; a closed stdout (`run --list | head -1`) is not an error.
+fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 fn list(args: &RunArgs) -> ExitCode {
-    let checks: Vec<_> =
-        CHECKS.iter().filter(|c| matches_filter(c.id, args.filter.as_deref())).collect();
+    let checks: Vec<_> = all().filter(|c| matches_filter(c.id, args.filter.as_deref())).collect();
+    if checks.is_empty() {
+        return fail_usage(format!(
+            "--filter {}: no check matches",
+            args.filter.as_deref().unwrap_or_default()
+        ));
+    }
     if args.format == Format::Json {
         let rows: Vec<_> = checks
             .iter()
             .map(|c| {
                 let r = c.requirement();
                 json!({"id": c.id, "title": c.title, "level": r.level, "requirement": r.id,
-                       "statement": r.statement, "reference": r.reference, "needs": describe_needs(c)})
+                       "statement": r.statement, "reference": runner::public_reference(r),
+                       "needs": describe_needs(c)})
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows).expect("serializable"));
+        emit(&format!("{}\n", serde_json::to_string_pretty(&rows).expect("serializable")));
         return ExitCode::SUCCESS;
     }
     let width = checks.iter().map(|c| c.id.len()).max().unwrap_or(5);
-    println!(
-        "{:<width$}  {:<6}  {:<15}  {:<40}  NEEDS",
+    let mut text = format!(
+        "{:<width$}  {:<6}  {:<15}  {:<40}  NEEDS\n",
         "CHECK", "LEVEL", "REQUIREMENT", "REFERENCE"
     );
     for c in checks {
         let r = c.requirement();
-        println!(
-            "{:<width$}  {:<6}  {:<15}  {:<40}  {}",
+        text.push_str(&format!(
+            "{:<width$}  {:<6}  {:<15}  {:<40}  {}\n",
             c.id,
             r.level.to_string(),
             r.id,
-            r.reference,
+            runner::public_reference(r),
             describe_needs(c)
-        );
+        ));
     }
+    emit(&text);
     ExitCode::SUCCESS
 }
 
-fn options(args: RunArgs) -> Result<(RunOptions, Format, Option<PathBuf>), HarnessError> {
+fn options(args: &RunArgs) -> Result<RunOptions, HarnessError> {
     let mut command = WorkerCommand::from_argv(&args.worker)?;
     for kv in &args.env {
         let (k, v) = kv
@@ -125,49 +170,75 @@ fn options(args: RunArgs) -> Result<(RunOptions, Format, Option<PathBuf>), Harne
         command.env.push((k.into(), v.into()));
     }
     let mut o = RunOptions::new(command);
-    o.manifest_path = args.manifest;
-    o.config_path = args.config;
-    o.driver = args.driver;
+    o.manifest_path = args.manifest.clone();
+    o.config_path = args.config.clone();
+    o.driver = args.driver.clone();
     o.profile = args.profile;
-    o.filter = args.filter;
-    o.baseline = args.baseline;
-    o.artifacts = args.artifacts;
+    o.filter = args.filter.clone();
+    o.baseline = args.baseline.clone();
+    o.artifacts = args.artifacts.clone();
     o.oversize_bytes = args.oversize_bytes;
     o.skip_oversize = args.skip_oversize;
     o.call_timeout = Duration::from_millis(args.timeout_ms.max(1));
     o.shutdown_timeout = Duration::from_millis(args.shutdown_timeout_ms);
-    o.secret_field = args.secret_field;
+    o.secret_field = args.secret_field.clone();
     o.progress = !args.quiet;
-    Ok((o, args.format, args.junit))
+    o.acquire_params_path = args.acquire_params.clone();
+    o.required_clis = args
+        .require_cli
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    Ok(o)
 }
 
 /// Runs `run`; exit 0 when every MUST passes, 1 when some fail, 2 when the harness cannot run.
+/// Even then, `--format json` prints a report (with `error`) and `--junit` writes one (with an
+/// `<error>`), so CI always shows why.
 pub fn main(args: RunArgs) -> ExitCode {
     if args.list {
         return list(&args);
     }
-    let outcome = options(args).and_then(|(o, format, junit_path)| {
-        let report = runner::run(o)?;
-        if let Some(path) = junit_path {
-            std::fs::write(&path, junit::render(&report))
-                .map_err(|e| HarnessError::io(&path, e))?;
-        }
-        Ok((report, format))
-    });
-    match outcome {
-        Ok((report, format)) => {
-            match format {
-                Format::Human => print!("{}", human::render(&report)),
-                Format::Json => {
-                    println!("{}", report.to_json());
-                    eprintln!("{}", human::wall_line(&report));
-                }
-            }
-            ExitCode::from(u8::try_from(report.exit_code).unwrap_or(1))
-        }
+    let started = std::time::Instant::now();
+    let options = match options(&args) {
+        Ok(o) => o,
         Err(e) => {
-            eprintln!("sandbox-conformance: {e}");
-            ExitCode::from(2)
+            if args.format == Format::Json {
+                let command = WorkerCommand {
+                    program: args.worker.first().cloned().unwrap_or_default(),
+                    args: args.worker.iter().skip(1).cloned().collect(),
+                    env: vec![],
+                    cwd: None,
+                };
+                let mut r = runner::empty_report(&RunOptions::new(command));
+                r.error = Some(e.to_string());
+                emit(&format!("{}\n", r.to_json()));
+            }
+            return fail_usage(e);
+        }
+    };
+    let skeleton = runner::empty_report(&options);
+    let mut report = match runner::run(options) {
+        Ok(report) => report,
+        Err(e) => RunReport { error: Some(e.to_string()), exit_code: 2, ..skeleton },
+    };
+    report.wall_ms = report.wall_ms.max(u64::try_from(started.elapsed().as_millis()).unwrap_or(0));
+    if let Some(path) = &args.junit {
+        if let Err(e) = std::fs::write(path, junit::render(&report)) {
+            return fail_usage(HarnessError::io(path, e));
         }
     }
+    match args.format {
+        Format::Human if report.error.is_none() => emit(&human::render(&report)),
+        Format::Human => {}
+        Format::Json => emit(&format!("{}\n", report.to_json())),
+    }
+    if let Some(error) = &report.error {
+        eprintln!("error: {error}");
+    }
+    eprintln!("{}", human::wall_line(&report));
+    ExitCode::from(u8::try_from(report.exit_code).unwrap_or(1))
 }

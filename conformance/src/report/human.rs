@@ -13,7 +13,9 @@ pub fn progress_line(index: usize, total: usize, outcome: &CheckOutcome) -> Stri
         outcome.id,
         outcome.duration_ms
     );
-    if let Some(reason) = &outcome.skip_reason {
+    if let Some(by) = &outcome.blocked_by {
+        let _ = write!(line, ": blocked by {by}");
+    } else if let Some(reason) = &outcome.skip_reason {
         let _ = write!(line, ": {reason}");
     }
     line
@@ -29,19 +31,31 @@ pub fn render(report: &RunReport) -> String {
         report.version, report.worker, report.profile, report.driver
     );
     let _ = writeln!(out, "manifest: {}", report.manifest_source);
+    if let Some(problem) = &report.manifest_problem {
+        let _ = writeln!(out, "manifest problem: {problem}");
+    }
     let _ =
         writeln!(out, "effective capabilities: {}", join_or_none(&report.effective_capabilities));
     let _ = writeln!(out);
-    let _ = writeln!(out, "{:<width$}  {:<6}  {:<15}  RESULT", "CHECK", "LEVEL", "REQUIREMENT");
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:<6}  {:<15}  {:<7}  WHY NOT RUN",
+        "CHECK", "LEVEL", "REQUIREMENT", "RESULT"
+    );
     for c in &report.checks {
-        let _ = writeln!(
-            out,
-            "{:<width$}  {:<6}  {:<15}  {}",
+        let why = match (&c.blocked_by, &c.skip_reason) {
+            (Some(by), _) => format!("blocked by {by}"),
+            (None, Some(reason)) => reason.clone(),
+            _ => String::new(),
+        };
+        let line = format!(
+            "{:<width$}  {:<6}  {:<15}  {:<7}  {why}",
             c.id,
             c.level.to_string(),
             c.requirement,
             c.status.as_str()
         );
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     let failures: Vec<&CheckOutcome> = report
         .checks
@@ -77,10 +91,9 @@ pub fn render(report: &RunReport) -> String {
     let s = &report.summary;
     let _ = writeln!(
         out,
-        "\n{} passed, {} failed ({} MUST), {} skipped, {} expected failures, {} stale",
-        s.pass, s.fail, s.must_failed, s.skip, s.xfail, s.stale
+        "\n{} passed, {} failed ({} MUST), {} blocked, {} skipped, {} expected failures, {} stale",
+        s.pass, s.fail, s.must_failed, s.blocked, s.skip, s.xfail, s.stale
     );
-    let _ = writeln!(out, "{}", wall_line(report));
     out
 }
 

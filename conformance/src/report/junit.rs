@@ -1,9 +1,11 @@
 //! The JUnit XML report (`--junit FILE`): one `<testcase>` per check, classname = family.
-//! FAIL and STALE are `<failure>`; SKIP is `<skipped>`; XFAIL passes with a `<system-out>` note.
+//! A MUST FAIL and STALE are `<failure>`; a SHOULD FAIL passes with a property and
+//! `<system-out>`; SKIP and BLOCKED are `<skipped>`; XFAIL passes with a `<system-out>` note.
 
 use std::fmt::Write as _;
 
 use crate::report::{RunReport, Status};
+use crate::requirements::Level;
 
 /// Escapes text for XML attributes and content.
 pub fn escape(text: &str) -> String {
@@ -23,17 +25,39 @@ pub fn escape(text: &str) -> String {
 }
 
 /// The report as JUnit XML.
+///
+/// The suite is named `sandbox-conformance <profile>`. A failed MUST check (and a STALE
+/// baseline entry) is a `<failure>` whose `message` says what failed; a failed SHOULD check does
+/// not turn the job red: it passes with a `<properties>` entry and the details in
+/// `<system-out>`. SKIP and BLOCKED are `<skipped>` with their reason. A run that could not
+/// start is one `<testcase>` with an `<error>`.
 pub fn render(report: &RunReport) -> String {
     let s = &report.summary;
+    let must_fail = report
+        .checks
+        .iter()
+        .filter(|c| {
+            c.status == Status::Stale || (c.status == Status::Fail && c.level == Level::Must)
+        })
+        .count();
+    let errors = usize::from(report.error.is_some());
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let suite = escape(&format!("sandbox-conformance {}", report.profile));
     let _ = writeln!(
         out,
-        "<testsuites><testsuite name=\"sandbox-conformance\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\" time=\"{:.3}\">",
-        report.checks.len(),
-        s.fail + s.stale,
-        s.skip,
+        "<testsuites><testsuite name=\"{suite}\" tests=\"{}\" failures=\"{must_fail}\" skipped=\"{}\" errors=\"{errors}\" time=\"{:.3}\">",
+        report.checks.len() + errors,
+        s.skip + s.blocked,
         report.wall_ms as f64 / 1000.0
     );
+    if let Some(error) = &report.error {
+        let _ = writeln!(
+            out,
+            "  <testcase classname=\"harness\" name=\"harness.run\" time=\"0.000\"><error message=\"{}\">{}</error></testcase>",
+            escape(error),
+            escape(&format!("sandbox-conformance could not run the worker `{}`: {error}", report.worker))
+        );
+    }
     for c in &report.checks {
         let family = c.id.split('.').next().unwrap_or_default();
         let _ = write!(
@@ -44,30 +68,48 @@ pub fn render(report: &RunReport) -> String {
             c.duration_ms as f64 / 1000.0
         );
         let detail = format!(
-            "[{} {}] {}\nexpected: {}\nactual: {}",
+            "[{} {}] {}\nexpected: {}\nactual: {}{}",
             c.level,
             c.requirement,
             c.reference,
+            c.expected.as_deref().unwrap_or("-"),
+            c.actual.as_deref().unwrap_or("-"),
+            c.notes.iter().map(|n| format!("\nnote: {n}")).collect::<String>()
+        );
+        let what = format!(
+            "{} {} [{} {}]: expected {}; actual {}",
+            c.status.as_str(),
+            c.id,
+            c.level,
+            c.requirement,
             c.expected.as_deref().unwrap_or("-"),
             c.actual.as_deref().unwrap_or("-")
         );
         match c.status {
             Status::Pass => {}
-            Status::Fail | Status::Stale => {
+            Status::Fail if c.level == Level::Should => {
                 let _ = write!(
                     out,
-                    "<failure message=\"{} {}\">{}</failure>",
-                    c.status.as_str(),
-                    escape(&c.id),
+                    "<properties><property name=\"should-failure\" value=\"{}\"/></properties><system-out>SHOULD failure (does not fail the run): {}</system-out>",
+                    escape(&what),
                     escape(&detail)
                 );
             }
-            Status::Skip => {
+            Status::Fail | Status::Stale => {
                 let _ = write!(
                     out,
-                    "<skipped message=\"{}\"/>",
-                    escape(c.skip_reason.as_deref().unwrap_or(""))
+                    "<failure message=\"{}\">{}</failure>",
+                    escape(&what),
+                    escape(&detail)
                 );
+            }
+            Status::Skip | Status::Blocked => {
+                let reason = c.skip_reason.as_deref().unwrap_or("");
+                let message = match &c.blocked_by {
+                    Some(by) => format!("BLOCKED by {by}: {reason}"),
+                    None => reason.to_owned(),
+                };
+                let _ = write!(out, "<skipped message=\"{}\"/>", escape(&message));
             }
             Status::Xfail => {
                 let _ =
@@ -87,5 +129,66 @@ mod tests {
     #[test]
     fn escapes_markup_and_control_characters() {
         assert_eq!(escape("<a b=\"c\">&'\u{1}"), "&lt;a b=&quot;c&quot;&gt;&amp;&apos;");
+    }
+}
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+    use crate::report::{CheckOutcome, Summary};
+
+    fn report(checks: Vec<CheckOutcome>, error: Option<String>) -> RunReport {
+        let mut r = RunReport {
+            tool: "sandbox-conformance".into(),
+            version: "0".into(),
+            worker: "w".into(),
+            profile: "paperclip-2026-09".into(),
+            driver: "d".into(),
+            manifest_source: String::new(),
+            manifest_problem: None,
+            supported_methods: vec![],
+            effective_capabilities: vec![],
+            checks,
+            summary: Summary::default(),
+            exit_code: 0,
+            wall_ms: 0,
+            error,
+        };
+        r.finish();
+        r
+    }
+
+    fn failed(id: &str, level: Level) -> CheckOutcome {
+        CheckOutcome {
+            id: id.into(),
+            title: String::new(),
+            level,
+            requirement: "R-1".into(),
+            reference: "book x.md#r-1".into(),
+            status: Status::Fail,
+            expected: Some("a".into()),
+            actual: Some("b".into()),
+            skip_reason: None,
+            blocked_by: None,
+            notes: vec![],
+            duration_ms: 0,
+            artifact: None,
+        }
+    }
+
+    #[test]
+    fn should_failures_do_not_fail_the_suite_and_must_failures_say_what_failed() {
+        let xml = render(&report(vec![failed("a.should", Level::Should)], None));
+        assert!(xml.contains("name=\"sandbox-conformance paperclip-2026-09\""));
+        assert!(xml.contains("failures=\"0\"") && !xml.contains("<failure"));
+        assert!(xml.contains("should-failure"));
+        let xml = render(&report(vec![failed("a.must", Level::Must)], None));
+        assert!(xml.contains("failures=\"1\""));
+        assert!(xml.contains("<failure message=\"FAIL a.must [MUST R-1]: expected a; actual b\">"));
+        let xml = render(&report(vec![], Some("cannot spawn worker `w`".into())));
+        assert!(
+            xml.contains("errors=\"1\"")
+                && xml.contains("<error message=\"cannot spawn worker `w`\">")
+        );
     }
 }

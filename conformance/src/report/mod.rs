@@ -11,6 +11,7 @@ use crate::requirements::Level;
 
 /// The result of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum Status {
     /// The worker meets the requirement.
     #[serde(rename = "PASS")]
@@ -21,6 +22,9 @@ pub enum Status {
     /// The check did not apply (printed reason).
     #[serde(rename = "SKIP")]
     Skip,
+    /// A prerequisite check failed (named in `blocked_by`): one root cause, one failure.
+    #[serde(rename = "BLOCKED")]
+    Blocked,
     /// An expected failure (in the baseline) that still fails; does not fail the run.
     #[serde(rename = "XFAIL")]
     Xfail,
@@ -36,6 +40,7 @@ impl Status {
             Status::Pass => "PASS",
             Status::Fail => "FAIL",
             Status::Skip => "SKIP",
+            Status::Blocked => "BLOCKED",
             Status::Xfail => "XFAIL",
             Status::Stale => "STALE",
         }
@@ -53,7 +58,8 @@ pub struct CheckOutcome {
     pub level: Level,
     /// The requirement id.
     pub requirement: String,
-    /// The contract reference.
+    /// Where a user reads the requirement: the book chapter and anchor, then the upstream
+    /// public document and section.
     pub reference: String,
     /// The result.
     pub status: Status,
@@ -61,8 +67,10 @@ pub struct CheckOutcome {
     pub expected: Option<String>,
     /// For a failure: what the worker did.
     pub actual: Option<String>,
-    /// For a skip: why.
+    /// For a skip or a block: why.
     pub skip_reason: Option<String>,
+    /// For a block: the check whose failure blocks this one.
+    pub blocked_by: Option<String>,
     /// Remarks (tolerated deviations, cleanup trouble).
     pub notes: Vec<String>,
     /// How long the check took.
@@ -80,6 +88,8 @@ pub struct Summary {
     pub fail: usize,
     /// SKIP.
     pub skip: usize,
+    /// BLOCKED.
+    pub blocked: usize,
     /// XFAIL.
     pub xfail: usize,
     /// STALE.
@@ -103,6 +113,9 @@ pub struct RunReport {
     pub driver: String,
     /// Where the manifest came from.
     pub manifest_source: String,
+    /// Why the manifest could not be read, when it could not (for example a worker whose
+    /// `--manifest` output carries non-JSON lines).
+    pub manifest_problem: Option<String>,
     /// The worker's `supportedMethods`.
     pub supported_methods: Vec<String>,
     /// The effective capabilities the checks were gated on.
@@ -116,6 +129,8 @@ pub struct RunReport {
     pub exit_code: i32,
     /// Wall time of the run.
     pub wall_ms: u64,
+    /// When the harness could not run at all (exit code 2): why. The checks are then empty.
+    pub error: Option<String>,
 }
 
 impl RunReport {
@@ -132,6 +147,7 @@ impl RunReport {
                     }
                 }
                 Status::Skip => s.skip += 1,
+                Status::Blocked => s.blocked += 1,
                 Status::Xfail => s.xfail += 1,
                 Status::Stale => s.stale += 1,
             }

@@ -35,6 +35,8 @@ fn passes_every_check(extra_config: serde_json::Value) {
         let mut options =
             RunOptions::from(WorkerCommand::from_argv(&[common::BIN.to_string()]).unwrap());
         options.config_path = Some(config_file);
+        // The runs need `sh` and `tar` on the sandbox PATH (runtime.required-clis).
+        options.required_clis = vec!["sh".into(), "tar".into()];
         assert_conformant(options, profile, skips);
     }
 }

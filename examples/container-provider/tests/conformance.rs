@@ -58,10 +58,7 @@ async fn container_provider_passes_every_check_and_leaves_no_container() {
 /// The expected skips, plus `runtime.required-clis` where the harness has that check.
 fn with_cli_skip(skips: &[&'static str]) -> Vec<&'static str> {
     let mut out = skips.to_vec();
-    if paperclip_sandbox_conformance::registry::CHECKS
-        .iter()
-        .any(|c| c.id == "runtime.required-clis")
-    {
+    if paperclip_sandbox_conformance::registry::all().any(|c| c.id == "runtime.required-clis") {
         out.push("runtime.required-clis");
     }
     out

@@ -135,7 +135,7 @@ fn root_writable(root: &Path) -> std::result::Result<(), String> {
 
 impl LocalProvider {
     /// A provider answering as the host `profile` expects (it decides whether
-    /// `minimumTimeoutMs` is read, decisions.md D7).
+    /// `minimumTimeoutMs` is read).
     pub fn new(profile: HostProfile) -> Self {
         Self { groups: ProcessGroups::default(), profile, channels: DuplexChannels::default() }
     }

@@ -14,7 +14,7 @@
 //!   environment ([`crate::exec`]), in `cwd` (absolute, confined to the lease; default the lease
 //!   directory), bounded by their `timeoutMs` and by the call's deadline. A non-zero exit fails
 //!   the call.
-//! - **Deadline** (decisions.md D7). The whole call is bounded by
+//! - **Deadline**. The whole call is bounded by
 //!   [`effective_timeout`]`(minimumTimeoutMs, syncTimeoutMs)` = the larger of the two.
 //!   `minimumTimeoutMs` must be a whole number from 1 to 1,800,000 ([`parse_minimum_timeout`]).
 //!   On expiry the copy stops at its next buffer, running commands are killed, and the call

@@ -30,13 +30,16 @@ fn local_provider_passes_every_check() {
             args: Vec::new(),
             env: vec![
                 ("LOCAL_PROVIDER_ROOT".to_owned(), root.path().display().to_string()),
-                // A small frame cap keeps the oversize check fast.
-                ("LOCAL_PROVIDER_FRAME_LIMIT".to_owned(), "1048576".to_owned()),
+                // A small frame cap keeps the oversize check fast; it still takes the host's
+                // 4 MiB base64 upload chunks (execute.stdin).
+                ("LOCAL_PROVIDER_FRAME_LIMIT".to_owned(), "8388608".to_owned()),
             ],
             cwd: None,
         };
         let mut options = RunOptions::from(command);
-        options.oversize_bytes = 2 * 1024 * 1024;
+        options.oversize_bytes = 9 * 1024 * 1024;
+        // The runs need `sh` and `tar` on the sandbox PATH (runtime.required-clis).
+        options.required_clis = vec!["sh".into(), "tar".into()];
         assert_conformant(options, profile, skips);
     }
 }

@@ -8,7 +8,7 @@
 //!    read by id). `started` is adopted; a snapshot-preparation state keeps waiting inside the
 //!    cap; any other state, or no sandbox under the name, ends the attempt with the cleanup
 //!    envelope and an acquisition diagnostic whose `elapsedMs` reached `budgetMs` (the lookup
-//!    delay), which the host classifies transient (decisions.md D8).
+//!    delay), which the host classifies transient.
 //! 4. At `acquireCapMs` the attempt ends the same way, with the cap as `budgetMs`.
 //! 5. A failure state (`error`, `build_failed`, gone…) before a deadline ends the attempt
 //!    early: the diagnostic's `elapsedMs` is below its budget, so the host does not retry.
@@ -34,13 +34,17 @@ use crate::config::RemoteConfig;
 use crate::lifecycle::delete_confirmed;
 use crate::owner::Attempt;
 
-/// The lease metadata of a sandbox (no key is named like a config key, D.4).
-pub fn lease_metadata(sandbox_id: &str, creation_name: &str, reusable: bool) -> JsonObject {
-    let value = json!({
-        "sandboxId": sandbox_id,
+/// The lease metadata of a sandbox (no key is named like a config key): its id, creation
+/// name, reusability and, when the API names one, its working directory as `remoteCwd`.
+pub fn lease_metadata(sandbox: &Sandbox, creation_name: &str, reusable: bool) -> JsonObject {
+    let mut value = json!({
+        "sandboxId": sandbox.id,
         "creationName": creation_name,
         "reusable": reusable,
     });
+    if let Some(dir) = sandbox.work_dir.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+        value["remoteCwd"] = json!(dir);
+    }
     value.as_object().cloned().unwrap_or_default()
 }
 
@@ -104,7 +108,7 @@ pub async fn acquire(
                         detach_create(create, create_pending, &sandbox.id);
                         tracing::info!(sandbox_id = %sandbox.id, elapsed_ms = started.elapsed().as_millis() as u64, "sandbox adopted");
                         let metadata =
-                            lease_metadata(&sandbox.id, &attempt.creation_name, attempt.reusable);
+                            lease_metadata(&sandbox, &attempt.creation_name, attempt.reusable);
                         return Ok(Lease::new(sandbox.id).with_metadata(metadata));
                     }
                     s if s.is_preparing_snapshot() => {}

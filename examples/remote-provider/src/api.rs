@@ -126,6 +126,10 @@ pub struct Sandbox {
     /// Whether an `error` state can be recovered with `POST /sandbox/{id}/recover`.
     #[serde(default)]
     pub recoverable: bool,
+    /// The sandbox's working directory, when the API names one: the lease's
+    /// `metadata.remoteCwd`, so the host runs commands there instead of `/tmp`.
+    #[serde(default)]
+    pub work_dir: Option<String>,
 }
 
 impl Sandbox {

@@ -1,7 +1,7 @@
 //! Example Paperclip sandbox provider for a Daytona-shaped HTTP sandbox API.
 //!
 //! It implements the behaviour of the Daytona plugin described in seed 001 (PR #20828) and
-//! decisions.md D5, D6 and D8 against the API of [`api`]:
+//! the creation-cleanup, stop and acquisition-budget rules against the API of [`api`]:
 //!
 //! * **Fresh acquisition** ([`acquire`]): a creation name `paperclip-create-<id>` from the
 //!   host's `creationOperation` and ownership labels; a cap (default 180 s) with a lookup by

@@ -10,7 +10,7 @@
 //!   stop-only preservation, `keep_running` does nothing, any other lease is destroyed.
 //! * **Resume** starts a stopped sandbox; a missing one is `{providerLeaseId: null,
 //!   metadata: {expired: true, reason: "not_found"}}`.
-//! * **Stop** (decisions.md D6): one recover attempt for a recoverable `error` state, then
+//! * **Stop**: one recover attempt for a recoverable `error` state, then
 //!   auto-delete is disabled and the record re-read to confirm it, then the sandbox is
 //!   stopped. Every failure is a typed stop error or a plain error; nothing is ever deleted.
 
@@ -285,10 +285,10 @@ pub async fn resume(
         }
     }
     tracing::info!(sandbox_id = %id, "sandbox resumed");
-    Ok(Lease::new(id).with_metadata(lease_metadata(id, &sandbox.name, true)))
+    Ok(Lease::new(id).with_metadata(lease_metadata(&sandbox, &sandbox.name, true)))
 }
 
-/// `environmentStopLease` (decisions.md D6): stop-only preservation.
+/// `environmentStopLease`: stop-only preservation.
 pub async fn stop_lease(
     client: &ApiClient,
     config: &RemoteConfig,

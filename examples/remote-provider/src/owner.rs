@@ -1,5 +1,5 @@
 //! Creation attempts: the creation name, the ownership labels, and the ownership envelope
-//! (protocol.md F, decisions.md D5).
+//!.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -30,6 +30,8 @@ async fn every_must_check_passes_under_both_profiles() {
             WorkerCommand::from_argv(&[env!("CARGO_BIN_EXE_remote-provider").to_owned()]).unwrap();
         let mut options = RunOptions::from(command);
         options.config_path = Some(config_path.clone());
+        // The runs need `sh` and `tar` on the sandbox PATH (runtime.required-clis).
+        options.required_clis = vec!["sh".into(), "tar".into()];
         // No idle-drain, environmentTask or duplex channel hooks: their checks skip.
         let mut skips = vec![
             "lifecycle.realize",

@@ -1,6 +1,6 @@
 //! Sandbox capabilities: the capability table (one `const` that resolution, validation, the
 //! macros, the harness and the book read) and capability resolution
-//! (`effective = verified ∩ declared ∩ narrowing`, protocol.md E, seed 000).
+//!.
 
 pub mod resolve;
 
@@ -47,7 +47,7 @@ pub struct CapabilitySpec {
     /// the table, but the lease-policy narrowing makes it effectively opt-in.
     pub opt_in: bool,
     /// True for keys the published host resolves but the seed contract does not cover
-    /// (decisions.md D1: reported as extensions).
+    ///.
     pub extension: bool,
     /// The profiles that accept the key.
     pub profiles: &'static [HostProfile],
@@ -58,7 +58,7 @@ pub struct CapabilitySpec {
 const BOTH: &[HostProfile] = &[HostProfile::Paperclip2026_09, HostProfile::Paperclip2026_11];
 const ONLY_09: &[HostProfile] = &[HostProfile::Paperclip2026_09];
 
-/// The capability table, in the order of protocol.md E.1.
+/// The capability table, in the order of SANDBOX_PROVIDER_CAPABILITIES.md, "The capabilities and their worker-method prerequisites".
 pub const CAPABILITIES: &[CapabilitySpec] = &[
     CapabilitySpec {
         capability: Capability::ReusableLeases,
@@ -149,7 +149,7 @@ pub const CAPABILITIES: &[CapabilitySpec] = &[
 ];
 
 /// Keys that were part of earlier drafts and are removed from the 2026-11 contract: rejected
-/// with a dedicated "removed" error in paperclip-2026-11 (decisions.md D1).
+/// with a dedicated "removed" error in paperclip-2026-11.
 pub const REMOVED_KEYS: &[&str] = &["concurrentSyncAndExec", "concurrentSyncOperations"];
 
 impl Capability {
@@ -188,7 +188,7 @@ impl Capability {
     }
 }
 
-/// True when `key` is removed from the contract in `profile` (decisions.md D1).
+/// True when `key` is removed from the contract in `profile`.
 pub fn is_removed_key(key: &str, profile: HostProfile) -> bool {
     profile.is_november() && REMOVED_KEYS.contains(&key)
 }

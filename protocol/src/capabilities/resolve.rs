@@ -1,4 +1,4 @@
-//! Capability resolution: declared, verified, narrowing, effective (protocol.md E.1, decisions.md D4).
+//! Capability resolution: declared, verified, narrowing, effective.
 //!
 //! For every key of the profile, in table order:
 //!
@@ -127,7 +127,7 @@ impl Narrowing {
         Self::default()
     }
 
-    /// The host's narrowing for a lease (protocol.md E.1):
+    /// The host's narrowing for a lease:
     ///
     /// - `reusableLeases` is always set, to `lease_policy == "reuse_by_environment"`;
     /// - `nativeSyncIn` and `nativeSyncOut` are false when `metadata.backend` is exactly the
@@ -215,7 +215,7 @@ impl Serialize for EffectiveCapabilities {
     }
 }
 
-/// Resolves the effective capabilities of a lease (protocol.md E.1).
+/// Resolves the effective capabilities of a lease.
 ///
 /// `declared` is `None` for an exact-plugin identity failure (every key false, methods not even
 /// read); `supported_methods` is `None` for a missing list (verifies nothing).
@@ -237,7 +237,7 @@ pub fn resolve(
     EffectiveCapabilities { profile, values }
 }
 
-/// decisions.md D4: whether the transfer path uses native sync, i.e. both `environmentSyncIn`
+/// Whether the transfer path uses native sync, i.e. both `environmentSyncIn`
 /// and `environmentSyncOut` are advertised and neither direction is narrowed (the host's
 /// `supportsSync`). The capability snapshot may differ (V12).
 pub fn transfer_uses_native_sync(
@@ -448,7 +448,7 @@ impl ResolveInput {
         )
     }
 
-    /// decisions.md D4 for this input: [`transfer_uses_native_sync`].
+    /// The native-sync rule for this input: [`transfer_uses_native_sync`].
     pub fn transfer_uses_native_sync(&self) -> bool {
         transfer_uses_native_sync(self.supported_methods.as_deref(), &self.narrowing())
     }

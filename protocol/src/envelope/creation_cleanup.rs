@@ -1,4 +1,4 @@
-//! The creation-cleanup ownership envelope (protocol.md B, F.1, F.2):
+//! The creation-cleanup ownership envelope:
 //! `{"schema":"paperclip/environment-creation-cleanup/v1","cleanup":{…},"acquisitionDiagnostic"?:{…}}`.
 //!
 //! The ownership is non-secret evidence of an allocation whose creation failed; the host
@@ -115,7 +115,7 @@ pub fn is_label_key(key: &str) -> bool {
 /// The fields of an [`Ownership`] before validation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OwnershipFields {
-    /// The provider lease id to tear down (with decisions.md D5: the creation name).
+    /// The provider lease id to tear down.
     pub provider_lease_id: String,
     /// A provider id observed with matching ownership, distinct from a provisional name.
     pub observed_provider_lease_id: Option<String>,
@@ -125,7 +125,7 @@ pub struct OwnershipFields {
     pub environment_id: String,
     /// The run the host sent, when any.
     pub run_id: Option<String>,
-    /// The creation attempt (with decisions.md D5: the creation operation id).
+    /// The creation attempt.
     pub attempt_id: String,
     /// A non-secret fingerprint of the provider account: 64 lowercase hex digits.
     pub account_fingerprint: String,
@@ -148,7 +148,7 @@ fn check_identifier(field: &'static str, value: &str) -> Result<(), OwnershipErr
 }
 
 impl Ownership {
-    /// Validates the fields (protocol.md F.2); the error names the field and its rule.
+    /// Validates the fields; the error names the field and its rule.
     pub fn new(fields: OwnershipFields) -> Result<Self, OwnershipError> {
         check_identifier("providerLeaseId", &fields.provider_lease_id)?;
         if let Some(observed) = &fields.observed_provider_lease_id {
@@ -289,7 +289,7 @@ impl Ownership {
     }
 
     /// The same ownership with `observedProviderLeaseId` set (the destroy-with-observation
-    /// answer of decisions.md D5).
+    /// answer).
     pub fn with_observed_provider_lease_id(
         self,
         observed: impl Into<String>,
@@ -299,7 +299,7 @@ impl Ownership {
         Ownership::new(fields)
     }
 
-    /// True when `other` keeps this ownership's scope (protocol.md F.3 observation step): the
+    /// True when `other` keeps this ownership's scope: the
     /// six scope keys and the labels are equal; `observedProviderLeaseId` may differ.
     pub fn same_scope(&self, other: &Ownership) -> bool {
         let (a, b) = (&self.fields, &other.fields);

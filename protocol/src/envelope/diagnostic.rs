@@ -1,4 +1,4 @@
-//! The acquisition diagnostic of a failed `environmentAcquireLease` (protocol.md F.5):
+//! The acquisition diagnostic of a failed `environmentAcquireLease`:
 //! `{"phase": …, "elapsedMs": …, "budgetMs": …}`, carried beside the creation-cleanup ownership
 //! (key `acquisitionDiagnostic`) and only when that ownership is valid.
 
@@ -157,7 +157,7 @@ impl AcquisitionDiagnostic {
         self.budget_ms
     }
 
-    /// decisions.md D8: the first failure was the acquisition's own deadline
+    /// The first failure was the acquisition's own deadline
     /// (`elapsedMs >= budgetMs`).
     pub fn reached_budget(&self) -> bool {
         self.elapsed_ms >= self.budget_ms

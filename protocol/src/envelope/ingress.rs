@@ -1,4 +1,4 @@
-//! Host validation of an `environmentRunnerIngressEndpoint` result (protocol.md D.11, P6):
+//! Host validation of an `environmentRunnerIngressEndpoint` result:
 //! `{kind:"authenticated_websocket", websocketUrl, secretHeaders:[{name,value}], generation}`.
 //!
 //! The host parses `websocketUrl` with the WHATWG URL parser; this module parses the parts the

@@ -1,11 +1,11 @@
-//! Typed `error.data` envelopes and host-side result validation (protocol.md B, D, F).
+//! Typed `error.data` envelopes and host-side result validation.
 //!
 //! | Module | Contract |
 //! |---|---|
 //! | [`creation_cleanup`] | creation-cleanup ownership envelope, per-method gating (F.1, F.2) |
 //! | [`diagnostic`] | acquisition diagnostic (F.5) |
 //! | [`sync_error`] | sync diagnostic envelope: producer, builder, host reader (B) |
-//! | [`stop_error`] | typed stop error of `environmentStopLease` (decisions.md D6, provisional) |
+//! | [`stop_error`] | typed stop error of `environmentStopLease` |
 //! | [`receipt`] | termination receipts (D.1, P7) |
 //! | [`ingress`] | runner ingress endpoint validation (D.11, P6) |
 //! | [`resume`] | resume outcome and replacement reason (D.5, P8) |

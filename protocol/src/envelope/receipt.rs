@@ -1,4 +1,4 @@
-//! Termination receipts of release, destroy and stop (protocol.md D.1, P7):
+//! Termination receipts of release, destroy and stop:
 //! `{"providerLeaseId": …, "state": "stopped"|"destroyed"}`, accepted by the host only for the
 //! exact lease (`remoteTerminationReceipt`, npm @paperclipai/server 2026.916.1).
 

@@ -1,4 +1,4 @@
-//! What the host makes of an `environmentResumeLease` result (protocol.md D.5, P8).
+//! What the host makes of an `environmentResumeLease` result.
 
 use std::fmt;
 

@@ -1,4 +1,4 @@
-//! The typed stop error of `environmentStopLease` (decisions.md D6, **provisional**):
+//! The typed stop error of `environmentStopLease`:
 //! `{"schema":"paperclip/environment-stop-error/v1","reason": …}`.
 //!
 //! Seed 001 names `PluginEnvironmentStopError` but no published source shows its shape; this
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 /// The `schema` string of the (provisional) stop-error envelope.
 pub const STOP_ERROR_SCHEMA: &str = "paperclip/environment-stop-error/v1";
 
-/// Why a stop failed or could not be confirmed (provisional, decisions.md D6).
+/// Why a stop failed or could not be confirmed.
 #[derive(
     Debug,
     Clone,

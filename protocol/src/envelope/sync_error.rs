@@ -1,4 +1,4 @@
-//! The sync diagnostic envelope (protocol.md B):
+//! The sync diagnostic envelope:
 //! `{"schema":"paperclip/environment-sync-error/v1","diagnostic":{errorCode, httpStatus?, exitCode?, transferStep?, transferFailureKind?}}`.
 //!
 //! Diagnostic evidence only: it never authorizes cleanup or retry. Every field is allowlisted

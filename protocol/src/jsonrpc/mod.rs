@@ -1,4 +1,4 @@
-//! JSON-RPC 2.0 messages as Paperclip uses them (protocol.md A.2).
+//! JSON-RPC 2.0 messages as Paperclip uses them.
 //!
 //! * One message per line (NDJSON); see [`parse_line`] and [`Message::to_line`].
 //! * Ids are numbers or strings and round-trip with their exact JSON type ([`Id`]).
@@ -481,7 +481,7 @@ pub fn parse_line(line: &str) -> Result<Message, FrameError> {
 /// The detail of a `-32600` answer to a response whose `error` is not an error object.
 const BAD_ERROR_OBJECT: &str = "error must be an object with a numeric code and a string message";
 
-/// The `jsonrpc` check of protocol.md A.2: `"2.0"` or a `-32700` naming what was there.
+/// The `jsonrpc` check: `"2.0"` or a `-32700` naming what was there.
 fn check_version(version: Option<&Value>) -> Result<(), FrameError> {
     match version {
         Some(Value::String(v)) if v == JSONRPC_VERSION => Ok(()),
@@ -537,7 +537,7 @@ fn invalid_message(id: Option<Id>, detail: &str) -> FrameError {
     FrameError::Invalid(InvalidMessage { id, detail: detail.to_owned() })
 }
 
-/// The classification rules of protocol.md A.2, written once for every parse path.
+/// The classification rules of the published SDK, written once for every parse path.
 fn classify<S>(shape: Shape<S>) -> Result<Class<S>, FrameError> {
     let has_id = !matches!(shape.id, IdShape::Absent);
     // Responses first, as the published SDK checks them first.
@@ -591,7 +591,7 @@ fn response_outcome(
 }
 
 impl Message {
-    /// Classifies a parsed JSON value exactly as protocol.md A.2 describes.
+    /// Classifies a parsed JSON value exactly as the published SDK does.
     pub fn from_value(value: Value) -> Result<Message, FrameError> {
         let mut obj = match value {
             Value::Object(obj) => obj,

@@ -1,5 +1,5 @@
-//! The plugin manifest as a sandbox provider sees it (protocol.md C) and its validator with the
-//! two host profiles (decisions.md D1–D3).
+//! The plugin manifest as a sandbox provider sees it and its validator with the
+//! two host profiles.
 //!
 //! - [`Manifest`], [`DriverDeclaration`], [`SandboxCapabilities`]: typed manifest parts with
 //!   builders, for SDKs and macros that write a manifest in code.

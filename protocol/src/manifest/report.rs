@@ -22,9 +22,9 @@ pub mod code {
     pub const UNRECOGNIZED_KEYS: &str = "unrecognized_keys";
     /// A cross-field rule of the published validator (`superRefine` / `refine`).
     pub const CUSTOM: &str = "custom";
-    /// paperclip-2026-11: a `sandboxCapabilities` key removed from the contract (decisions.md D1).
+    /// paperclip-2026-11: a `sandboxCapabilities` key removed from the contract.
     pub const REMOVED_CAPABILITY: &str = "removed_capability";
-    /// paperclip-2026-11: a `creationOperationVersion` other than 1 (decisions.md D3).
+    /// paperclip-2026-11: a `creationOperationVersion` other than 1.
     pub const UNSUPPORTED_VERSION: &str = "unsupported_version";
     /// Warning: a driver without `kind`, never resolved as a sandbox provider.
     pub const KIND_OMITTED: &str = "kind_omitted";
@@ -84,7 +84,7 @@ pub struct ValidationReport {
 }
 
 impl ValidationReport {
-    /// The `sandboxCapabilities` keys used as extensions (paperclip-2026-11, decisions.md D1),
+    /// The `sandboxCapabilities` keys used as extensions,
     /// one entry per use, in manifest order.
     pub fn extension_keys(&self) -> Vec<&str> {
         self.warnings

@@ -1,4 +1,4 @@
-//! Typed manifest parts (protocol.md C.1–C.4) with builders.
+//! Typed manifest parts with builders.
 //!
 //! These types serialize to the JSON the host reads (camelCase, unset options omitted). They
 //! do not enforce the rules; [`Manifest::validate`] runs the validator on the serialized form.
@@ -53,7 +53,7 @@ pub struct Entrypoints {
     pub ui: Option<String>,
 }
 
-/// The plugin manifest (protocol.md C.1). Fields a sandbox provider does not use are kept raw
+/// The plugin manifest. Fields a sandbox provider does not use are kept raw
 /// in [`Manifest::extra`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -167,7 +167,7 @@ impl Manifest {
     }
 }
 
-/// One entry of `environmentDrivers` (protocol.md C.2; the 2026-11 fields of C.4). The host's
+/// One entry of `environmentDrivers`. The host's
 /// schema is strict: a field it does not know rejects the manifest, so leave the 2026-11 fields
 /// unset when targeting paperclip-2026-09.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -221,10 +221,10 @@ pub struct DriverDeclaration {
     pub supports_setup_token_login: Option<bool>,
     /// The provider's config schema: a JSON Schema object (required).
     pub config_schema: Value,
-    /// paperclip-2026-11: default acquire budget, 1..=86,400,000 ms (decisions.md D2).
+    /// paperclip-2026-11: default acquire budget, 1..=86,400,000 ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_acquire_timeout_ms: Option<u64>,
-    /// paperclip-2026-11: creation operation protocol version, only 1 (decisions.md D3).
+    /// paperclip-2026-11: creation operation protocol version, only 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_operation_version: Option<u32>,
 }

@@ -5,9 +5,9 @@
 pub const PLUGIN_API_VERSION: u32 = 1;
 /// The capability a plugin needs to declare `environmentDrivers`.
 pub const ENVIRONMENT_DRIVERS_REGISTER: &str = "environment.drivers.register";
-/// The largest accepted `defaultAcquireTimeoutMs` (paperclip-2026-11, decisions.md D2).
+/// The largest accepted `defaultAcquireTimeoutMs`.
 pub const MAX_DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 86_400_000;
-/// The only defined `creationOperationVersion` (paperclip-2026-11, decisions.md D3).
+/// The only defined `creationOperationVersion`.
 pub const CREATION_OPERATION_VERSION: u32 = 1;
 /// The accepted driver `kind` values.
 pub const DRIVER_KINDS: &[&str] = &["environment_driver", "sandbox_provider"];

@@ -1,4 +1,4 @@
-//! environmentExecute and the `execute.log` notification (protocol.md D.9, A.6).
+//! environmentExecute and the `execute.log` notification.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! initialize, health, shutdown and configChanged (protocol.md A.3, A.4).
+//! initialize, health, shutdown and configChanged.
 //!
 //! Every `initialize` field is tolerant of absence: SDK tests send only
 //! `{manifest, config, databaseNamespace}`.

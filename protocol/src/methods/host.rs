@@ -1,4 +1,4 @@
-//! Worker→host calls a provider may make: `log`, `config.get` (protocol.md A.6, A.7).
+//! Worker→host calls a provider may make: `log`, `config.get`.
 //! `execute.log` is in [`super::execute`].
 
 use schemars::JsonSchema;

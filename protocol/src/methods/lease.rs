@@ -1,5 +1,5 @@
 //! Lease lifecycle: validateConfig, probe, acquire, resume, release, destroy, stop
-//! (protocol.md D.1–D.7).
+//!.
 //!
 //! # Null versus absent
 //!
@@ -202,7 +202,7 @@ impl TerminationReceipt {
     }
 
     /// True when the receipt settles a stop-and-retain intent: only `stopped` does; a
-    /// `destroyed` receipt leaves that cleanup pending (protocol.md D.7).
+    /// `destroyed` receipt leaves that cleanup pending.
     pub fn settles_stop_and_retain(&self) -> bool {
         self.state == TerminationState::Stopped
     }
@@ -427,7 +427,7 @@ open_enum! {
     }
 }
 
-/// The host's creation operation (decisions.md D5, provisional): sent on acquire when the
+/// The host's creation operation: sent on acquire when the
 /// driver declares `creationOperationVersion: 1`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -493,7 +493,7 @@ pub struct AcquireLeaseParams<C = JsonObject> {
     /// The lease policy (November).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_policy: Option<LeasePolicy>,
-    /// The creation operation (decisions.md D5, provisional).
+    /// The creation operation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_operation: Option<CreationOperation>,
 }
@@ -677,15 +677,15 @@ pub type DestroyLeaseResult = Destroyed;
 /// Result of `environmentStopLease`.
 pub type StopLeaseResult = TerminationReceipt;
 
-/// Params of `environmentStopLease` (`paperclip-2026-11`, decisions.md D6): the release
-/// params type, as upstream (its `providerLeaseId` may be `null`). The host sends
-/// `cancelActiveWork: true` and `resourceDisposition: "stop_and_retain"`
-/// ([`ReleaseLeaseParams::stop`]). Result: a [`TerminationReceipt`]; a failed or unconfirmed
-/// stop (or a stop without a lease id) is an error, which may carry a stop-error envelope
-/// with a [`StopErrorReason`], and never deletes anything.
+/// Params of `environmentStopLease` (`paperclip-2026-11`): the release params type, as
+/// upstream (its `providerLeaseId` may be `null`). The host sends `cancelActiveWork: true` and
+/// `resourceDisposition: "stop_and_retain"` ([`ReleaseLeaseParams::stop`]). Result: a
+/// [`TerminationReceipt`]; a failed or unconfirmed stop (or a stop without a lease id) is an
+/// error, which may carry a stop-error envelope with a [`StopErrorReason`], and never deletes
+/// anything.
 pub type StopLeaseParams<C = JsonObject> = ReleaseLeaseParams<C>;
 
-/// The typed stop error of decisions.md D6 is owned by [`crate::envelope::stop_error`];
+/// The typed stop error is owned by [`crate::envelope::stop_error`];
 /// re-exported here beside the stop params it answers.
 pub use crate::envelope::stop_error::{StopErrorReason, STOP_ERROR_SCHEMA};
 

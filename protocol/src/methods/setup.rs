@@ -1,4 +1,4 @@
-//! Interactive setup and template methods (protocol.md D.12).
+//! Interactive setup and template methods.
 //!
 //! `environmentStartInteractiveSetup` and `environmentGetInteractiveSetup` answer an
 //! [`InteractiveSetupSession`]; `environmentCaptureTemplate`,

@@ -1,4 +1,4 @@
-//! environmentSyncIn / environmentSyncOut (protocol.md D.10, decisions.md D7).
+//! environmentSyncIn / environmentSyncOut.
 //!
 //! `minimumTimeoutMs` (D7, `paperclip-2026-11`) is kept as the raw JSON value the host sent,
 //! so a malformed value never fails deserialization of the whole params; read it with
@@ -90,7 +90,7 @@ impl SyncParams {
     }
 }
 
-/// An invalid `minimumTimeoutMs` (decisions.md D7): answered with `-32602`.
+/// An invalid `minimumTimeoutMs`: answered with `-32602`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error(
     "minimumTimeoutMs must be an integer from {MINIMUM_TIMEOUT_MS_MIN} to {MINIMUM_TIMEOUT_MS_MAX}, got {value}"
@@ -147,7 +147,7 @@ pub fn sync_minimum_timeout_ms(
 }
 
 /// The effective transfer timeout: the larger of the host's minimum and the configured
-/// timeout (decisions.md D7).
+/// timeout.
 pub fn effective_sync_timeout_ms(params_minimum: Option<u64>, configured_ms: u64) -> u64 {
     params_minimum.map_or(configured_ms, |m| m.max(configured_ms))
 }

@@ -1,4 +1,4 @@
-//! environmentRealizeWorkspace and environmentRunnerIngressEndpoint (protocol.md D.8, D.11).
+//! environmentRealizeWorkspace and environmentRunnerIngressEndpoint.
 //!
 //! Only the types; the host-side validation of an ingress endpoint lives in
 //! [`crate::envelope`].

@@ -1,8 +1,10 @@
-//! The methods the runtime answers itself (protocol.md A.3, A.4, and the idle-sleep pair).
+//! The methods the runtime answers itself (the handshake, health, shutdown and the idle-sleep
+//! pair).
 //!
 //! * `initialize` is answered by the runtime: `{ok:true, supportedMethods}`, where
-//!   `supportedMethods` is the handler's listed hooks (see below), in registry order. The provider's own `initialize` hook, if listed, runs first with the
-//!   params (missing fields tolerated). A second `initialize` fails with `-32002 Worker already
+//!   `supportedMethods` is the handler's listed hooks (see below), in registry order. The
+//!   provider's own `initialize` hook, if listed, runs first with the params (missing fields
+//!   tolerated). A second `initialize` fails with `-32002 Worker already
 //!   initialized`, as in the published SDK.
 //! * `health` answers `{status:"ok"}` unless the provider lists it.
 //! * `configChanged` runs the provider's hook if listed and otherwise answers `null`: the

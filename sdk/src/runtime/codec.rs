@@ -1,4 +1,4 @@
-//! Line framing: NDJSON frames in, NDJSON frames out (protocol.md A.2, decisions.md D10).
+//! Line framing: NDJSON frames in, NDJSON frames out.
 //!
 //! * [`LineReader`] reads `\n`-terminated lines from any [`AsyncRead`] with a frame cap. A line
 //!   longer than the cap is reported as [`FrameRef::Oversize`] as soon as the cap is passed, and
@@ -24,7 +24,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{oneshot, Notify};
 use tokio::task::JoinHandle;
 
-/// The default inbound frame cap: 64 MiB (decisions.md D10).
+/// The default inbound frame cap: 64 MiB.
 pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
 
 /// Buffers above this capacity are given back after use rather than kept for the next frame.

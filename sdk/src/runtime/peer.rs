@@ -1,5 +1,5 @@
 //! Worker→host traffic: outbound requests with their own id counter, response routing by id,
-//! and notifications (protocol.md A.2, A.6, A.7).
+//! and notifications.
 //!
 //! The two id spaces are independent: the worker numbers its calls from 1 whatever ids the host
 //! uses, and a line from the host is routed here only when it classifies as a *response*, never
@@ -21,7 +21,7 @@ use tokio::sync::oneshot;
 use super::codec::FrameSink;
 use crate::idle::{Admission, IdleGate};
 
-/// The default timeout of a worker→host call, as in the published SDK (protocol.md A.5).
+/// The default timeout of a worker→host call, as in the published SDK.
 pub const DEFAULT_HOST_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The published SDK wraps its counter before `Number.MAX_SAFE_INTEGER - 1`.

@@ -1,4 +1,4 @@
-//! The serve loop and its endings (protocol.md A.4).
+//! The serve loop and its endings.
 //!
 //! * `shutdown` (answered by [`super::builtin`]) ends the serve loop: [`ServeEnd::Shutdown`].
 //! * The host is gone when stdin reaches EOF ([`ServeEnd::Eof`]) or writing stdout fails
@@ -32,7 +32,7 @@ use crate::idle::{Admission, IdleGate};
 
 /// How long, after `shutdown` is answered and every in-flight context cancelled, the runtime
 /// waits for in-flight hooks to end (so they can kill the commands they started) before the
-/// serve loop returns. The host waits 10 s for the worker to exit (protocol.md A.4).
+/// serve loop returns. The host waits 10 s for the worker to exit.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// Tunables of the runtime.
@@ -41,7 +41,7 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 pub struct RuntimeConfig {
     /// Hooks running at once (at least 1).
     pub max_concurrency: usize,
-    /// Inbound frame cap in bytes (decisions.md D10).
+    /// Inbound frame cap in bytes.
     pub frame_limit: usize,
     /// Timeout of a worker→host call.
     pub host_call_timeout: Duration,

@@ -1,5 +1,5 @@
 //! The protocol streams of a stdio worker, read and written through the reactor when they can
-//! be (protocol.md A.1).
+//! be.
 //!
 //! A host spawns the worker with pipes (or, as Node does, a socket pair) on fd 0 and fd 1.
 //! Those are read and written non-blocking through epoll ([`tokio::net::unix::pipe`] or

@@ -1,4 +1,4 @@
-//! Process-level guards of a stdio worker (protocol.md A.4, K; decisions.md D9).
+//! Process-level guards of a stdio worker.
 //!
 //! * [`take_protocol_stdout`] moves the protocol stream off fd 1: it duplicates fd 1 into a
 //!   private close-on-exec descriptor used only for frames, then points fd 1 at stderr. A stray
@@ -6,7 +6,7 @@
 //!   stderr and can never corrupt the protocol stream; and commands the provider spawns do not
 //!   inherit the protocol descriptor.
 //! * [`exit_with_parent`] asks Linux to send SIGTERM when the parent (the host, or the
-//!   JavaScript shim of protocol.md K) dies, and exits at once if it already has. On other
+//!   JavaScript shim) dies, and exits at once if it already has. On other
 //!   systems it does nothing; stdin EOF ends the worker anyway.
 
 use std::fs::File;

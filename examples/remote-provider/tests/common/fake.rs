@@ -128,9 +128,12 @@ impl FakeSandbox {
         self.timeline = timeline;
     }
 
-    fn json(&self) -> Value {
+    /// The API's view of the sandbox; `workDir` is its directory under the fake's `root`,
+    /// where commands without a `cwd` run.
+    fn json_in(&self, root: &Path) -> Value {
         json!({"id": self.id, "name": self.name, "state": self.state(), "labels": self.labels,
-               "autoDeleteInterval": self.auto_delete, "recoverable": self.recoverable})
+               "autoDeleteInterval": self.auto_delete, "recoverable": self.recoverable,
+               "workDir": root.join(&self.id)})
     }
 }
 
@@ -331,22 +334,26 @@ async fn route(
             if status != 200 {
                 return answer(status, json!({"message": "internal error while creating"}));
             }
-            match lock().sandboxes.get(&id) {
-                Some(sandbox) => answer(200, sandbox.json()),
+            let s = lock();
+            match s.sandboxes.get(&id) {
+                Some(sandbox) => answer(200, sandbox.json_in(&s.root)),
                 None => missing(),
             }
         }
         ("GET", ["sandbox", "by-name", name]) => {
             let s = lock();
             match s.sandboxes.values().find(|b| b.name == *name) {
-                Some(sandbox) => answer(200, sandbox.json()),
+                Some(sandbox) => answer(200, sandbox.json_in(&s.root)),
                 None => missing(),
             }
         }
-        ("GET", ["sandbox", id]) => match lock().sandboxes.get(*id) {
-            Some(sandbox) => answer(200, sandbox.json()),
-            None => missing(),
-        },
+        ("GET", ["sandbox", id]) => {
+            let s = lock();
+            match s.sandboxes.get(*id) {
+                Some(sandbox) => answer(200, sandbox.json_in(&s.root)),
+                None => missing(),
+            }
+        }
         ("DELETE", ["sandbox", id]) => match lock().sandboxes.remove(*id) {
             Some(_) => answer(200, json!({})),
             None => missing(),

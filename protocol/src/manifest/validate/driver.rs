@@ -1,4 +1,4 @@
-//! Rules of one environment driver declaration (protocol.md C.2–C.4, decisions.md D1–D4).
+//! Rules of one environment driver declaration.
 
 use serde_json::{Map, Value};
 
@@ -40,9 +40,8 @@ pub(crate) const DRIVER_FIELDS: &[&str] = &[
     "configSchema",
 ];
 
-/// The driver fields added by the 2026-11 contract (decisions.md D1(b)) and by the newest
-/// upstream SDK (`supportsTasks`, decisions.md D12); the 2026-09 host's strict schema rejects
-/// them.
+/// The driver fields added by the 2026-11 contract and by the newest upstream SDK
+/// (`supportsTasks`); the 2026-09 host's strict schema rejects them.
 pub(crate) const NOVEMBER_FIELDS: &[&str] =
     &["supportsTasks", "defaultAcquireTimeoutMs", "creationOperationVersion"];
 
@@ -193,7 +192,7 @@ fn config_field<'v>(cx: &mut Ctx, v: Option<&'v Value>) -> Option<&'v str> {
     Some(s)
 }
 
-/// decisions.md D2: an integer from 1 to 86,400,000.
+/// An integer from 1 to 86,400,000.
 fn check_acquire_timeout(cx: &mut Ctx, v: &Value) {
     let rule = format!(
         "defaultAcquireTimeoutMs must be an integer number of milliseconds from 1 to {MAX_DEFAULT_ACQUIRE_TIMEOUT_MS}"
@@ -211,7 +210,7 @@ fn check_acquire_timeout(cx: &mut Ctx, v: &Value) {
     }
 }
 
-/// decisions.md D3: exactly 1.
+/// Exactly 1.
 fn check_creation_version(cx: &mut Ctx, v: &Value) {
     match v.as_f64() {
         Some(n) if n == f64::from(CREATION_OPERATION_VERSION) => {}

@@ -1,5 +1,5 @@
 //! The manifest validator: the rules of `pluginManifestV1Schema` (npm `@paperclipai/shared`
-//! 2026.916.1, protocol.md C) on raw JSON, with the profile differences of decisions.md D1–D3.
+//! 2026.916.1) on raw JSON, with the profile differences of paperclip-2026-11.
 //!
 //! The validator reports every issue the published validator reports, with its path, zod code
 //! and message, in the same order. Like zod, a type error stops the cross-field rules of the

@@ -16,7 +16,7 @@ where
 
 /// Reads a millisecond (or minute) count the way the host's timeout arithmetic does: a
 /// finite number `>= 0` is truncated; a negative or `null` value counts as absent (the
-/// host ignores non-positive requests, protocol.md G.1); a non-number is an error.
+/// host ignores non-positive requests); a non-number is an error.
 pub(crate) fn lenient_count<'de, D>(d: D) -> Result<Option<u64>, D::Error>
 where
     D: Deserializer<'de>,

@@ -1,0 +1,218 @@
+//! Sandbox runtime requirements, judged inside a lease through `environmentExecute` (the
+//! sandbox owner's side of the contract, SANDBOX-REQUIREMENTS.md): a POSIX `sh`, a `tar` round
+//! trip, writable workspace, home, cache and temp directories, `node` and the CLIs the
+//! operator's runs use on the PATH (probed as the host probes them, `command -v <cmd> || exit
+//! 1`), and no login profile or rc file written across a whole lease lifecycle.
+
+use serde_json::Value;
+
+use crate::checks::execute::lease;
+use crate::context::{fail, CheckResult, Ctx, Finding};
+use crate::host::clip;
+use crate::hostmodel::{self, quote, Exec};
+use crate::ledger::Lease;
+
+fn run(ctx: &mut Ctx<'_>, lease: &Lease, script: String) -> Result<(i64, String), Finding> {
+    let r = ctx.exec(lease, &Exec::sh(script))?;
+    let code = r.get("exitCode").and_then(Value::as_i64).unwrap_or(-1);
+    let out = r.get("stdout").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let err = r.get("stderr").and_then(Value::as_str).unwrap_or_default();
+    Ok((code, if err.is_empty() { out } else { format!("{out} (stderr: {})", clip(err)) }))
+}
+
+/// RT-SHELL-1: `sh -c` runs POSIX shell (arithmetic, `case`, functions, `$(…)`).
+pub fn posix_shell(ctx: &mut Ctx<'_>) -> CheckResult {
+    let lease = lease(ctx)?;
+    let script = "set -e; f() { printf '%s' \"$1\"; }; x=$((2+3)); case $x in 5) f \"ok-$(printf %s $x)\";; *) exit 9;; esac";
+    let (code, out) = run(ctx, &lease, script.into())?;
+    if code == 0 && out == "ok-5" {
+        Ok(())
+    } else {
+        Err(fail(
+            "`sh -c` runs a POSIX script and prints ok-5",
+            format!("exit {code}: {}", clip(&out)),
+        ))
+    }
+}
+
+/// RT-SHELL-1: a `tar` round trip in the workspace (the host's sync path creates and extracts
+/// archives with `tar`).
+pub fn tar(ctx: &mut Ctx<'_>) -> CheckResult {
+    let lease = lease(ctx)?;
+    let dir =
+        format!("{}/pcconf-tar-{}", hostmodel::runtime_root(ctx.env, &lease), crate::ids::hex(6));
+    let script = format!(
+        "set -e; d={d}; mkdir -p \"$d/src/sub\" \"$d/dst\"; printf one > \"$d/src/a\"; \
+         printf two > \"$d/src/sub/b\"; tar -cf \"$d/x.tar\" -C \"$d/src\" .; \
+         tar -xf \"$d/x.tar\" -C \"$d/dst\"; printf '%s,%s' \"$(cat \"$d/dst/a\")\" \"$(cat \"$d/dst/sub/b\")\"; \
+         rm -rf \"$d\"",
+        d = quote(&dir)
+    );
+    let (code, out) = run(ctx, &lease, script)?;
+    if code == 0 && out == "one,two" {
+        Ok(())
+    } else {
+        Err(fail(
+            "`tar -cf` then `tar -xf` bring back a directory tree",
+            format!("exit {code}: {}", clip(&out)),
+        ))
+    }
+}
+
+/// RT-SHELL-1: the workspace (remote cwd), `$HOME`, the cache (`$XDG_CACHE_HOME`, else
+/// `$HOME/.cache`) and the temp directory (`$TMPDIR`, else `/tmp`) are writable.
+pub fn writable_dirs(ctx: &mut Ctx<'_>) -> CheckResult {
+    let lease = lease(ctx)?;
+    let probe = format!("pcconf-w-{}", crate::ids::hex(6));
+    let script = format!(
+        "w() {{ [ -n \"$2\" ] || {{ echo \"$1: not set\"; return; }}; mkdir -p \"$2\" 2>/dev/null && \
+         printf x > \"$2/{probe}\" 2>/dev/null && rm -f \"$2/{probe}\" || echo \"$1: $2 is not writable\"; }}; \
+         w workspace {ws}; w home \"$HOME\"; w cache \"${{XDG_CACHE_HOME:-${{HOME:+$HOME/.cache}}}}\"; \
+         w tmp \"${{TMPDIR:-/tmp}}\"",
+        ws = quote(&hostmodel::remote_cwd(&lease))
+    );
+    let (code, out) = run(ctx, &lease, script)?;
+    if code == 0 && out.trim().is_empty() {
+        Ok(())
+    } else {
+        Err(fail(
+            "writable workspace, home ($HOME), cache ($XDG_CACHE_HOME or $HOME/.cache) and temp \
+             ($TMPDIR or /tmp) directories",
+            format!("exit {code}: {}", clip(out.trim())),
+        ))
+    }
+}
+
+fn probe_clis(ctx: &mut Ctx<'_>, clis: &[String]) -> CheckResult {
+    let lease = lease(ctx)?;
+    let mut missing = vec![];
+    for cli in clis {
+        let (code, _) = run(ctx, &lease, format!("command -v {} || exit 1", quote(cli)))?;
+        if code != 0 {
+            missing.push(cli.clone());
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(fail(
+            format!(
+                "`command -v <cmd> || exit 1` finds {} on the sandbox's starting PATH",
+                clis.join(", ")
+            ),
+            format!("not found: {}", missing.join(", ")),
+        ))
+    }
+}
+
+/// RT-NODE-1: `node` is on the PATH (SHOULD; MUST through `--require-cli node`).
+pub fn node(ctx: &mut Ctx<'_>) -> CheckResult {
+    probe_clis(ctx, &["node".to_owned()])
+}
+
+/// RT-CLI-1: every CLI named with `--require-cli` is on the PATH.
+pub fn required_clis(ctx: &mut Ctx<'_>) -> CheckResult {
+    let clis = ctx.env.options.required_clis.clone();
+    probe_clis(ctx, &clis)
+}
+
+/// The login profiles and rc files of `$HOME` with their size and content checksum.
+const PROFILES: &str = ".profile .bashrc .bash_profile .bash_login .zshrc .zprofile .zshenv";
+
+fn profile_snapshot(ctx: &mut Ctx<'_>, lease: &Lease) -> Result<String, Finding> {
+    let script = format!(
+        "[ -n \"$HOME\" ] || exit 0; for f in {PROFILES}; do p=\"$HOME/$f\"; \
+         if [ -e \"$p\" ]; then printf '%s %s %s\\n' \"$f\" \"$(wc -c < \"$p\")\" \"$(cksum < \"$p\" 2>/dev/null | cut -d' ' -f1)\"; fi; done"
+    );
+    let (code, out) = run(ctx, lease, script)?;
+    if code != 0 {
+        return Err(fail(
+            "listing the login profiles of $HOME succeeds",
+            format!("exit {code}: {out}"),
+        ));
+    }
+    Ok(out)
+}
+
+/// RT-PROFILE-1: no login profile or rc file appears or changes in the sandbox home across a
+/// whole lease lifecycle (realize, commands, one-shots and session commands, sync).
+pub fn no_login_profile(ctx: &mut Ctx<'_>) -> CheckResult {
+    let lease = lease(ctx)?;
+    let before = profile_snapshot(ctx, &lease)?;
+    for exec in [
+        Exec::sh("true"),
+        Exec::sh("printf x").on_session(),
+        Exec::sh("command -v sh >/dev/null"),
+        Exec::sh("exit 0").stdin("payload\n"),
+    ] {
+        ctx.exec(&lease, &exec)?;
+    }
+    if ctx
+        .facts
+        .advertises(paperclip_sandbox_protocol::methods::name::ENVIRONMENT_REALIZE_WORKSPACE)
+    {
+        ctx.realize(&lease)?;
+    }
+    let after = profile_snapshot(ctx, &lease)?;
+    if before == after {
+        return Ok(());
+    }
+    let changed: Vec<&str> = after.lines().filter(|l| !before.lines().any(|b| b == *l)).collect();
+    Err(fail(
+        format!("no login profile or rc file ({PROFILES}) appears or changes in $HOME"),
+        format!(
+            "changed during the lease: {} (the runtime never writes a profile; the sandbox owner \
+             supplies a ready PATH)",
+            changed
+                .iter()
+                .map(|l| l.split(' ').next().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ))
+}
+
+use crate::check::{check, Check, Need, Scope::Main};
+use paperclip_sandbox_protocol::methods::Method;
+
+const LEASE: &[Need] = &[
+    Need::Method(Method::EnvironmentAcquireLease),
+    Need::Method(Method::EnvironmentExecute),
+    Need::Lease,
+];
+
+/// The runtime-requirements group.
+pub const GROUP: &[Check] = &[
+    check("runtime.posix-shell", "RT-SHELL-1", "sh -c runs POSIX shell", Main, LEASE, posix_shell),
+    check("runtime.tar", "RT-SHELL-1", "a tar round trip works", Main, LEASE, tar),
+    check(
+        "runtime.writable-dirs",
+        "RT-SHELL-1",
+        "workspace, home, cache, tmp writable",
+        Main,
+        LEASE,
+        writable_dirs,
+    ),
+    check("runtime.node", "RT-NODE-1", "node is on the PATH", Main, LEASE, node),
+    check(
+        "runtime.required-clis",
+        "RT-CLI-1",
+        "every --require-cli CLI is on the PATH",
+        Main,
+        &[
+            Need::Method(Method::EnvironmentAcquireLease),
+            Need::Method(Method::EnvironmentExecute),
+            Need::RequiredClis,
+            Need::Lease,
+        ],
+        required_clis,
+    ),
+    check(
+        "runtime.no-login-profile",
+        "RT-PROFILE-1",
+        "no profile or rc file written",
+        Main,
+        LEASE,
+        no_login_profile,
+    ),
+];
