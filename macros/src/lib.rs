@@ -17,6 +17,10 @@
 //!    reverse (the host uses native sync only as a pair), reporting every such error at once;
 //! 3. applies `#[async_trait]` (`::paperclip_sandbox_sdk::async_trait`) unless it is already
 //!    there.
+//! 4. sets `type Config = <Self as DriverConfig>::Config;` unless the block writes
+//!    `type Config = …;`: the provider's config type is the `#[driver(config = T)]` type of
+//!    its `#[derive(PluginManifest)]` (which implements `DriverConfig`; `JsonObject` without
+//!    `config =`), so the `configSchema` and the type hooks receive cannot differ.
 //!
 //! `#[provider(crate = some::path)]` (or `crate = "some::path"`) replaces
 //! `::paperclip_sandbox_sdk` in generated paths.

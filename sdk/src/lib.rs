@@ -7,9 +7,11 @@
 //!
 //! ```no_run
 //! use paperclip_sandbox_sdk::prelude::*;
+//! use serde::Deserialize;
 //!
-//! /// The provider's config, as the host stores it (its JSON Schema becomes `configSchema`).
-//! #[derive(JsonSchema)]
+//! /// The provider's config, as the host stores it (its JSON Schema becomes `configSchema`,
+//! /// and the hooks receive it parsed).
+//! #[derive(JsonSchema, Deserialize)]
 //! #[allow(dead_code)]
 //! struct MyConfig {
 //!     /// API token (a secret reference in the host's config form).
@@ -34,11 +36,15 @@
 //!
 //! #[provider]
 //! impl SandboxProvider for MyProvider {
-//!     async fn probe(&self, _params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
+//!     async fn probe(&self, _: ProbeParams<MyConfig>, _: Context) -> HookResult<ProbeResult> {
 //!         Ok(ProbeResult::new(true))
 //!     }
 //!
-//!     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
+//!     async fn execute(
+//!         &self,
+//!         params: ExecuteParams<MyConfig>,
+//!         cx: Context,
+//!     ) -> HookResult<ExecuteResult> {
 //!         cx.execute_log(OutputStream::Stdout, "hello\n");
 //!         let _ = params.command;
 //!         Ok(ExecuteResult::exited(0).with_stdout("hello\n"))
@@ -123,7 +129,7 @@ pub use error::ProviderError;
 pub use manifest::{manifest_module, ManifestSpec, PluginManifest};
 pub use paperclip_sandbox_protocol::methods::{LogLevel, OutputStream};
 pub use paperclip_sandbox_protocol::secret::Secret;
-pub use provider::{HookResult, ImplementedHooks, SandboxProvider};
+pub use provider::{ConfigError, DriverConfig, HookResult, ImplementedHooks, SandboxProvider};
 pub use runtime::{
     RuntimeConfig, ServeEnd, DEFAULT_FRAME_LIMIT, DEFAULT_HOST_CALL_TIMEOUT,
     DEFAULT_MAX_CONCURRENCY, DEFAULT_SHUTDOWN_GRACE, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER,
@@ -132,24 +138,55 @@ pub use streams::{DuplexSender, LoginPtySender};
 
 use runtime::Handler;
 
-/// Everything a provider usually needs: the trait, the macros, the context, errors, the
-/// protocol's params and result types of every method, and what a config type needs
-/// (`JsonSchema` and its derive, [`Secret`]).
+/// What a provider usually needs, and nothing else: the trait, the macros, the context,
+/// errors, the params and result types of the hooks with the types they are built from, and
+/// what a config type needs (`JsonSchema` and its derive, [`Secret`]). Method markers (for
+/// [`testing::TestClient::call`]), the method table and wire constants are in
+/// [`protocol::methods`].
 pub mod prelude {
     pub use crate::schemars::{self, JsonSchema};
     pub use crate::{
         provider, Context, HookResult, PluginManifest, ProviderError, SandboxProvider, Secret,
     };
-    pub use paperclip_sandbox_protocol::methods::*;
+    // The params and result types of the hooks, and the types they are built from. Markers,
+    // the method registry and the wire constants stay in `protocol::methods`.
+    pub use paperclip_sandbox_protocol::methods::{
+        AcquireLeaseParams, AcquireLeaseResult, CancelInteractiveSetupParams,
+        CancelInteractiveSetupResult, CancelStatus, CaptureTemplateParams, CaptureTemplateResult,
+        ConfigChangedParams, ConnectionPayload, ConnectionSummary, ConnectionType,
+        CreationOperation, DeleteTemplateParams, DeleteTemplateResult, DestroyLeaseParams,
+        DestroyLeaseResult, Destroyed, Diagnostic, DiagnosticSeverity, EnvironmentBaseParams,
+        ExecuteParams, ExecuteResult, FileMapping, GetInteractiveSetupParams,
+        GetInteractiveSetupResult, HealthParams, HealthResult, HealthStatus, InitializeParams,
+        InteractiveSetupSession, InteractiveSetupStatus, JsonObject, Lease, LeasePolicy, LogLevel,
+        MappingKind, OutputStream, PostUploadCommand, ProbeParams, ProbeResult,
+        RealizeWorkspaceParams, RealizeWorkspaceResult, ReleaseLeaseParams, ReleaseLeaseResult,
+        Released, ResourceDisposition, ResumeLeaseParams, ResumeLeaseResult, RunnerIngressEndpoint,
+        RunnerIngressEndpointParams, RunnerIngressEndpointResult, ShutdownParams,
+        StartInteractiveSetupParams, StartInteractiveSetupResult, StopErrorReason, StopLeaseParams,
+        StopLeaseResult, SyncInParams, SyncOperation, SyncOperationResult, SyncOutParams,
+        SyncParams, SyncResult, TemplateKind, TerminationReceipt, TerminationState,
+        ValidateConfigParams, ValidateConfigResult, WorkspaceSpec,
+    };
+    // The hooks of the newest upstream methods (idle sleep, Runner tasks, AI routing, login
+    // terminals, duplex channels).
+    pub use paperclip_sandbox_protocol::methods::{
+        BackgroundWork, DuplexChannelCloseParams, DuplexChannelCloseResult,
+        DuplexChannelOpenParams, DuplexChannelOpenResult, DuplexChannelStopParams,
+        DuplexChannelWriteParams, EnvironmentTaskParams, LoginPtyCloseParams, LoginPtyCloseResult,
+        LoginPtyInputParams, LoginPtyOpenParams, LoginPtyOpenResult, LoginPtyStopParams,
+        PrepareIdleSleepParams, RouteAiConnectionParams, RouteAiConnectionResult, TaskResult,
+    };
     pub use serde_json::Value;
 }
 
 /// Support for the code the macros generate; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::provider::typed;
+    pub use crate::provider::{parse_config, typed, typed_config};
     pub use paperclip_sandbox_protocol::capabilities::{Capability, CAPABILITIES};
     pub use paperclip_sandbox_protocol::manifest::Category;
+    pub use serde::de::DeserializeOwned;
     pub use serde_json::value::RawValue;
     pub use serde_json::Value;
 
@@ -176,6 +213,42 @@ pub mod __private {
             i += 1;
         }
         false
+    }
+
+    /// How many distinct names `a` and `b` hold together (each is duplicate-free).
+    pub const fn union_len(a: &[&str], b: &[&str]) -> usize {
+        let mut n = a.len();
+        let mut i = 0;
+        while i < b.len() {
+            if !contains(a, b[i]) {
+                n += 1;
+            }
+            i += 1;
+        }
+        n
+    }
+
+    /// `a`, then the names of `b` not in `a`: the advertised hooks of a provider that writes
+    /// `a` and delegates the rest to a provider writing `b`. `N` is [`union_len`].
+    pub const fn union<const N: usize>(
+        a: &[&'static str],
+        b: &[&'static str],
+    ) -> [&'static str; N] {
+        let mut out = [""; N];
+        let mut n = 0;
+        while n < a.len() {
+            out[n] = a[n];
+            n += 1;
+        }
+        let mut i = 0;
+        while i < b.len() {
+            if !contains(a, b[i]) {
+                out[n] = b[i];
+                n += 1;
+            }
+            i += 1;
+        }
+        out
     }
 
     const fn str_eq(a: &str, b: &str) -> bool {

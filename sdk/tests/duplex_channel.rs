@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use paperclip_sandbox_sdk::prelude::*;
 use paperclip_sandbox_sdk::process::LocalCommand;
+use paperclip_sandbox_sdk::protocol::methods::ChannelBytes;
 use paperclip_sandbox_sdk::testing::TestClient;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -28,6 +29,7 @@ struct ShellProvider {
 
 #[provider]
 impl SandboxProvider for ShellProvider {
+    type Config = JsonObject;
     async fn acquire_lease(
         &self,
         params: AcquireLeaseParams,
@@ -131,19 +133,20 @@ async fn next_of(client: &TestClient, method: &str) -> serde_json::Value {
 async fn sh_in_the_lease_echoes_and_exits_through_the_duplex_channel() {
     let root = std::env::temp_dir().join(format!("pcsdk-duplex-{}", std::process::id()));
     let client = TestClient::new(ShellProvider { root: root.clone(), ..Default::default() });
-    let init = client.call("initialize", json!({})).await.unwrap();
+    let init = client.call_raw("initialize", json!({})).await.unwrap();
     let advertised: Vec<String> = serde_json::from_value(init["supportedMethods"].clone()).unwrap();
     for m in ["duplexChannelOpen", "duplexChannelWrite", "duplexChannelClose"] {
         assert!(advertised.iter().any(|a| a == m), "{m} in {advertised:?}");
     }
     assert!(!advertised.iter().any(|a| a == "duplexChannelStop"), "no hook, not advertised");
-    let stop =
-        client.call("duplexChannelStop", json!({"hostRouteId": "r", "workerSessionId": "s"})).await;
+    let stop = client
+        .call_raw("duplexChannelStop", json!({"hostRouteId": "r", "workerSessionId": "s"}))
+        .await;
     assert_eq!(stop.unwrap_err().code, -32004);
 
-    client.call("environmentAcquireLease", base(json!({"runId": "lease-1"}))).await.unwrap();
+    client.call_raw("environmentAcquireLease", base(json!({"runId": "lease-1"}))).await.unwrap();
     let opened = client
-        .call(
+        .call_raw(
             "duplexChannelOpen",
             json!({"hostRouteId": "route-1", "driverKey": "shell", "companyId": "c1",
                    "environmentId": "e1", "providerLeaseId": "lease-1", "command": ["sh"]}),
@@ -156,7 +159,7 @@ async fn sh_in_the_lease_echoes_and_exits_through_the_duplex_channel() {
     let write =
         |data: &str| json!({"hostRouteId": "route-1", "workerSessionId": session, "data": data});
     // "echo hi\n" in base64.
-    client.call("duplexChannelWrite", write("ZWNobyBoaQo=")).await.unwrap();
+    client.call_raw("duplexChannelWrite", write("ZWNobyBoaQo=")).await.unwrap();
     let data = next_of(&client, "duplexChannel.data").await;
     assert_eq!(
         (data["hostRouteId"].as_str(), data["workerSessionId"].as_str()),
@@ -166,11 +169,11 @@ async fn sh_in_the_lease_echoes_and_exits_through_the_duplex_channel() {
     assert_eq!(chunk.as_bytes(), b"hi\n");
 
     // Malformed base64 is refused before the hook runs.
-    let bad = client.call("duplexChannelWrite", write("not base64!")).await.unwrap_err();
+    let bad = client.call_raw("duplexChannelWrite", write("not base64!")).await.unwrap_err();
     assert_eq!(bad.code, -32602);
 
     // "exit\n" in base64: the shell exits with 0.
-    client.call("duplexChannelWrite", write("ZXhpdAo=")).await.unwrap();
+    client.call_raw("duplexChannelWrite", write("ZXhpdAo=")).await.unwrap();
     let exit = next_of(&client, "duplexChannel.exit").await;
     assert_eq!(
         exit,
@@ -178,7 +181,7 @@ async fn sh_in_the_lease_echoes_and_exits_through_the_duplex_channel() {
     );
 
     let closed =
-        client.call("duplexChannelClose", json!({"hostRouteId": "route-1"})).await.unwrap();
+        client.call_raw("duplexChannelClose", json!({"hostRouteId": "route-1"})).await.unwrap();
     assert_eq!(closed, json!({"hostRouteId": "route-1", "workerSessionId": session}));
     let _ = std::fs::remove_dir_all(root);
 }

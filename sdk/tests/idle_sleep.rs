@@ -21,6 +21,7 @@ struct NoHook;
 
 #[provider]
 impl SandboxProvider for NoHook {
+    type Config = JsonObject;
     async fn probe(&self, _: ProbeParams, _: Context) -> HookResult<ProbeResult> {
         Ok(ProbeResult::new(true))
     }
@@ -34,6 +35,7 @@ struct Drains {
 
 #[provider]
 impl SandboxProvider for Drains {
+    type Config = JsonObject;
     async fn idle_drain(
         &self,
         _: PrepareIdleSleepParams,
@@ -71,18 +73,18 @@ fn advertised(init: &Value) -> Vec<String> {
 async fn without_the_hook_prepare_is_answered_present_and_nothing_is_sealed() {
     let client = TestClient::new(NoHook);
     // Before initialize: present.
-    let early = client.call("prepareIdleSleep", hold("o")).await.unwrap();
+    let early = client.call_raw("prepareIdleSleep", hold("o")).await.unwrap();
     assert_eq!(early["backgroundWork"], "present");
-    let init = client.call("initialize", json!({})).await.unwrap();
+    let init = client.call_raw("initialize", json!({})).await.unwrap();
     assert!(!advertised(&init).iter().any(|m| m.contains("IdleSleep")), "{init}");
-    let answer = client.call("prepareIdleSleep", hold("o")).await.unwrap();
+    let answer = client.call_raw("prepareIdleSleep", hold("o")).await.unwrap();
     assert_eq!(answer["ownerId"], "o");
     assert_eq!(answer["backgroundWork"], "present");
-    assert_eq!(client.call("health", json!({})).await.unwrap(), json!({"status": "ok"}));
+    assert_eq!(client.call_raw("health", json!({})).await.unwrap(), json!({"status": "ok"}));
     // A malformed request is answered `unknown`, its params echoed.
-    let bad = client.call("prepareIdleSleep", json!({"ownerId": ""})).await.unwrap();
+    let bad = client.call_raw("prepareIdleSleep", json!({"ownerId": ""})).await.unwrap();
     assert_eq!(bad, json!({"ownerId": "", "backgroundWork": "unknown"}));
-    assert_eq!(client.call("releaseIdleSleep", json!({})).await.unwrap(), Value::Null);
+    assert_eq!(client.call_raw("releaseIdleSleep", json!({})).await.unwrap(), Value::Null);
 }
 
 #[tokio::test]
@@ -90,7 +92,7 @@ async fn the_seal_covers_requests_notifications_and_host_calls_until_the_owner_r
     let drains = Drains::default();
     let (events, last_cx) = (drains.events.clone(), drains.last_cx.clone());
     let client = TestClient::new(drains);
-    let init = client.call("initialize", json!({})).await.unwrap();
+    let init = client.call_raw("initialize", json!({})).await.unwrap();
     let methods = advertised(&init);
     assert!(
         methods.contains(&"prepareIdleSleep".into())
@@ -98,7 +100,7 @@ async fn the_seal_covers_requests_notifications_and_host_calls_until_the_owner_r
     );
 
     let request = hold("owner");
-    let sealed = client.call("prepareIdleSleep", request.clone()).await.unwrap();
+    let sealed = client.call_raw("prepareIdleSleep", request.clone()).await.unwrap();
     assert_eq!(sealed["backgroundWork"], "none");
     assert_eq!(
         (&sealed["ownerId"], &sealed["expiresAt"]),
@@ -106,16 +108,16 @@ async fn the_seal_covers_requests_notifications_and_host_calls_until_the_owner_r
     );
     // The same request again is answered from the hold; another one is unknown.
     assert_eq!(
-        client.call("prepareIdleSleep", request.clone()).await.unwrap()["backgroundWork"],
+        client.call_raw("prepareIdleSleep", request.clone()).await.unwrap()["backgroundWork"],
         "none"
     );
     assert_eq!(
-        client.call("prepareIdleSleep", hold("other")).await.unwrap()["backgroundWork"],
+        client.call_raw("prepareIdleSleep", hold("other")).await.unwrap()["backgroundWork"],
         "unknown"
     );
 
     for method in ["health", "environmentProbe", "environmentFrobnicate", "environmentSyncIn"] {
-        let refused = client.call(method, json!({})).await.unwrap_err();
+        let refused = client.call_raw(method, json!({})).await.unwrap_err();
         assert_eq!(
             (refused.code, refused.message.as_str()),
             (-32002, "Plugin is held for idle sleep"),
@@ -127,18 +129,18 @@ async fn the_seal_covers_requests_notifications_and_host_calls_until_the_owner_r
     // A stale release (as a notification, then as a request) keeps the seal.
     client.notify("releaseIdleSleep", json!({"ownerId": "stale"})).await.unwrap();
     assert_eq!(
-        client.call("releaseIdleSleep", json!({"ownerId": "stale"})).await.unwrap(),
+        client.call_raw("releaseIdleSleep", json!({"ownerId": "stale"})).await.unwrap(),
         Value::Null
     );
-    assert_eq!(client.call("health", json!({})).await.unwrap_err().code, -32002);
+    assert_eq!(client.call_raw("health", json!({})).await.unwrap_err().code, -32002);
     let cx = last_cx.lock().unwrap().clone().expect("the hook ran");
     assert!(!cx.is_cancelled(), "the hold is on");
     // The owner's release as a notification opens the worker and ends the hook's context.
     client.notify("releaseIdleSleep", json!({"ownerId": "owner"})).await.unwrap();
     tokio::time::timeout(Duration::from_secs(10), cx.cancellation().cancelled()).await.unwrap();
-    assert_eq!(client.call("health", json!({})).await.unwrap(), json!({"status": "ok"}));
+    assert_eq!(client.call_raw("health", json!({})).await.unwrap(), json!({"status": "ok"}));
     client.notify("onEvent", json!({"event": {}})).await.unwrap();
-    assert_eq!(client.call("health", json!({})).await.unwrap(), json!({"status": "ok"}));
+    assert_eq!(client.call_raw("health", json!({})).await.unwrap(), json!({"status": "ok"}));
     assert_eq!(events.load(Ordering::SeqCst), 1, "only the event after the release was handled");
 }
 
@@ -146,12 +148,12 @@ async fn the_seal_covers_requests_notifications_and_host_calls_until_the_owner_r
 async fn a_timed_out_host_call_is_background_work_until_the_host_answers() {
     let worker = Worker::new(Drains::default()).host_call_timeout(Duration::from_millis(100));
     let client = Arc::new(TestClient::start(worker));
-    client.call("initialize", json!({})).await.unwrap();
+    client.call_raw("initialize", json!({})).await.unwrap();
     // The probe calls config.get; the host does not answer in time.
     let probe = {
         let c = client.clone();
         tokio::spawn(async move {
-            c.call(
+            c.call_raw(
                 "environmentProbe",
                 json!({"driverKey": "d", "companyId": "c", "environmentId": "e"}),
             )
@@ -164,14 +166,14 @@ async fn a_timed_out_host_call_is_background_work_until_the_host_answers() {
     assert_eq!(timed_out.code, -32003, "{timed_out:?}");
     // The host may still be working on it: no sleep.
     assert_eq!(
-        client.call("prepareIdleSleep", hold("o1")).await.unwrap()["backgroundWork"],
+        client.call_raw("prepareIdleSleep", hold("o1")).await.unwrap()["backgroundWork"],
         "present"
     );
     // Its late answer settles it.
     client.respond(Response::success(asked.id, json!({}))).await.unwrap();
     let mut verdict = Value::Null;
     for i in 0..100 {
-        verdict = client.call("prepareIdleSleep", hold(&format!("o{i}"))).await.unwrap()
+        verdict = client.call_raw("prepareIdleSleep", hold(&format!("o{i}"))).await.unwrap()
             ["backgroundWork"]
             .clone();
         if verdict == "none" {
@@ -185,34 +187,34 @@ async fn a_timed_out_host_call_is_background_work_until_the_host_answers() {
 #[tokio::test]
 async fn environment_task_operations_and_results_are_checked() {
     let client = TestClient::new(Drains::default());
-    client.call("initialize", json!({})).await.unwrap();
+    client.call_raw("initialize", json!({})).await.unwrap();
     let params = |operation: Value| {
         json!({"driverKey": "d", "companyId": "c", "environmentId": null, "config": {},
                "lease": {"providerLeaseId": "l"}, "taskId": "t1", "runId": null,
                "agentId": null, "projectIds": [], "operation": operation})
     };
-    let ok = client.call("environmentTask", params(json!({"kind": "stop"}))).await.unwrap();
+    let ok = client.call_raw("environmentTask", params(json!({"kind": "stop"}))).await.unwrap();
     assert_eq!(ok, json!({"kind": "accepted", "taskId": "t1"}));
     // The hook answers `accepted` to `status`: refused as upstream refuses it.
     let mismatch =
-        client.call("environmentTask", params(json!({"kind": "status"}))).await.unwrap_err();
+        client.call_raw("environmentTask", params(json!({"kind": "status"}))).await.unwrap_err();
     assert_eq!(
         (mismatch.code, mismatch.message.as_str()),
         (-32002, "Invalid plugin-provided Runner execution response")
     );
     // An operation outside the union, or breaking a rule, never reaches the hook.
     let unknown =
-        client.call("environmentTask", params(json!({"kind": "pause"}))).await.unwrap_err();
+        client.call_raw("environmentTask", params(json!({"kind": "pause"}))).await.unwrap_err();
     assert_eq!(unknown.code, -32602);
     let strict = client
-        .call("environmentTask", params(json!({"kind": "stop", "force": true})))
+        .call_raw("environmentTask", params(json!({"kind": "stop", "force": true})))
         .await
         .unwrap_err();
     assert_eq!(strict.code, -32602);
     let submit = json!({"kind": "submit", "projectIds": ["not-a-uuid"], "bootstrapTicket": "secret-ticket",
         "runner": {"protocolMin": 1, "protocolMax": 1, "harness": "h", "runnerId": "r", "leaseId": "l",
                    "runId": "r", "sessionId": "s", "turnId": "t", "itemId": "i"}});
-    let rule = client.call("environmentTask", params(submit)).await.unwrap_err();
+    let rule = client.call_raw("environmentTask", params(submit)).await.unwrap_err();
     assert_eq!(rule.code, -32602);
     assert!(
         rule.message.contains("operation.projectIds.0") && !rule.message.contains("secret-ticket"),

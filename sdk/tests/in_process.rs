@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use paperclip_sandbox_sdk::prelude::*;
 use paperclip_sandbox_sdk::protocol::jsonrpc::{Id, Invocation, InvocationScope, Response};
+use paperclip_sandbox_sdk::protocol::methods::name;
 use paperclip_sandbox_sdk::testing::TestClient;
 use paperclip_sandbox_sdk::{ServeEnd, Worker};
 use serde_json::{json, Map};
@@ -23,6 +24,8 @@ struct Demo {
 
 #[provider]
 impl SandboxProvider for Demo {
+    type Config = JsonObject;
+
     async fn probe(&self, params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
         if params.base.config.get("panic") == Some(&json!(true)) {
             panic!("probe exploded with a secret in the message");
@@ -35,7 +38,7 @@ impl SandboxProvider for Demo {
         _params: ReleaseLeaseParams,
         _cx: Context,
     ) -> HookResult<ReleaseLeaseResult> {
-        Ok(None)
+        Ok(Released::done())
     }
 
     async fn validate_config(
@@ -93,51 +96,14 @@ impl SandboxProvider for Demo {
 struct Empty;
 
 #[provider]
-impl SandboxProvider for Empty {}
+impl SandboxProvider for Empty {
+    type Config = JsonObject;
+}
 
 fn demo() -> (Arc<Demo>, TestClient) {
     let demo = Arc::new(Demo::default());
-    (demo.clone(), TestClient::new(Shared(demo)))
-}
-
-/// Shares the provider with the test.
-struct Shared(Arc<Demo>);
-
-#[paperclip_sandbox_sdk::async_trait]
-impl SandboxProvider for Shared {
-    fn implemented_methods(&self) -> &'static [&'static str] {
-        self.0.implemented_methods()
-    }
-    async fn probe(&self, p: ProbeParams, cx: Context) -> HookResult<ProbeResult> {
-        self.0.probe(p, cx).await
-    }
-    async fn release_lease(
-        &self,
-        p: ReleaseLeaseParams,
-        cx: Context,
-    ) -> HookResult<ReleaseLeaseResult> {
-        self.0.release_lease(p, cx).await
-    }
-    async fn validate_config(
-        &self,
-        p: ValidateConfigParams,
-        cx: Context,
-    ) -> HookResult<ValidateConfigResult> {
-        self.0.validate_config(p, cx).await
-    }
-    async fn acquire_lease(
-        &self,
-        p: AcquireLeaseParams,
-        cx: Context,
-    ) -> HookResult<AcquireLeaseResult> {
-        self.0.acquire_lease(p, cx).await
-    }
-    async fn execute(&self, p: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
-        self.0.execute(p, cx).await
-    }
-    async fn on_event(&self, p: Value, cx: Context) {
-        self.0.on_event(p, cx).await
-    }
+    // A shared provider is a provider (`impl SandboxProvider for Arc<P>`).
+    (demo.clone(), TestClient::new(demo))
 }
 
 /// Base params of an environment call, with `extra` merged in.
@@ -167,7 +133,7 @@ fn invocation(id: &str, company: &str) -> Invocation {
 #[tokio::test]
 async fn initialize_advertises_exactly_the_written_hooks() {
     let (_, client) = demo();
-    let result = client.call(name::INITIALIZE, json!({"manifest": {}, "config": {}})).await;
+    let result = client.call_raw(name::INITIALIZE, json!({"manifest": {}, "config": {}})).await;
     assert_eq!(
         result.unwrap(),
         // As the upstream SDK: `health` and `shutdown` are advertised only with their hooks
@@ -177,7 +143,7 @@ async fn initialize_advertises_exactly_the_written_hooks() {
             "environmentAcquireLease", "environmentReleaseLease", "environmentExecute"
         ]})
     );
-    let again = client.call(name::INITIALIZE, json!({})).await.unwrap_err();
+    let again = client.call_raw(name::INITIALIZE, json!({})).await.unwrap_err();
     assert_eq!((again.code, again.message.as_str()), (-32002, "Worker already initialized"));
 
     let empty = TestClient::new(Empty);
@@ -206,7 +172,10 @@ async fn worker_response_vectors_are_answered_byte_for_byte() {
         let line = client.next_line().await.unwrap();
         assert_eq!(line, case["expected"]["responseLine"].as_str().unwrap(), "{}", case["id"]);
         // The worker keeps serving.
-        assert_eq!(client.call(name::HEALTH, json!({})).await.unwrap(), json!({"status": "ok"}));
+        assert_eq!(
+            client.call_raw(name::HEALTH, json!({})).await.unwrap(),
+            json!({"status": "ok"})
+        );
         checked += 1;
     }
     assert!(checked >= 2, "P2 and P3 at least");
@@ -215,17 +184,17 @@ async fn worker_response_vectors_are_answered_byte_for_byte() {
 #[tokio::test]
 async fn unknown_vs_unimplemented_and_defaults() {
     let client = TestClient::new(Empty);
-    let e = client.call("environmentFrobnicate", json!({})).await.unwrap_err();
+    let e = client.call_raw("environmentFrobnicate", json!({})).await.unwrap_err();
     assert_eq!((e.code, e.message.as_str()), (-32601, "Unknown method: environmentFrobnicate"));
-    let e = client.call(name::ENVIRONMENT_SYNC_OUT, json!({})).await.unwrap_err();
+    let e = client.call_raw(name::ENVIRONMENT_SYNC_OUT, json!({})).await.unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         (-32004, "environmentSyncOut is not implemented by this plugin")
     );
-    let e = client.call("runJob", json!({})).await.unwrap_err();
+    let e = client.call_raw("runJob", json!({})).await.unwrap_err();
     assert_eq!(e.code, -32004);
     // configChanged without a hook is accepted, as in the published SDK.
-    let r = client.call(name::CONFIG_CHANGED, json!({"config": {}, "companyId": "c1"})).await;
+    let r = client.call_raw(name::CONFIG_CHANGED, json!({"config": {}, "companyId": "c1"})).await;
     assert_eq!(r, Ok(Value::Null));
 }
 
@@ -249,18 +218,18 @@ async fn ids_are_echoed_with_their_json_type_and_void_is_null() {
 async fn a_panicking_hook_is_answered_and_the_worker_keeps_serving() {
     let (_, client) = demo();
     let e = client
-        .call(name::ENVIRONMENT_PROBE, base(json!({"config": {"panic": true}})))
+        .call_raw(name::ENVIRONMENT_PROBE, base(json!({"config": {"panic": true}})))
         .await
         .unwrap_err();
     assert_eq!(e.code, -32603);
     assert_eq!(e.message, "Internal error: the environmentProbe handler panicked");
     assert!(!e.message.contains("secret"));
     assert_eq!(
-        client.call(name::ENVIRONMENT_PROBE, base(json!({}))).await,
+        client.call_raw(name::ENVIRONMENT_PROBE, base(json!({}))).await,
         Ok(json!({"ok": true}))
     );
     // Params that do not fit the method's type: -32602, hook not called.
-    let e = client.call(name::ENVIRONMENT_PROBE, json!({"config": 3})).await.unwrap_err();
+    let e = client.call_raw(name::ENVIRONMENT_PROBE, json!({"config": 3})).await.unwrap_err();
     assert_eq!(e.code, -32602);
     assert!(e.message.starts_with("Invalid params: "), "{}", e.message);
 }
@@ -268,13 +237,13 @@ async fn a_panicking_hook_is_answered_and_the_worker_keeps_serving() {
 #[tokio::test]
 async fn hundred_concurrent_requests_respect_the_bound() {
     let demo = Arc::new(Demo::default());
-    let client = Arc::new(TestClient::start(Worker::new(Shared(demo.clone())).max_concurrency(8)));
+    let client = Arc::new(TestClient::start(Worker::new(demo.clone()).max_concurrency(8)));
     let calls: Vec<_> = (0..100u64)
         .map(|n| {
             let client = client.clone();
             tokio::spawn(async move {
                 let params = json!({"driverKey": "rust-sbx", "config": {"n": n}, "unknownKey": 1});
-                client.call(name::ENVIRONMENT_VALIDATE_CONFIG, params).await
+                client.call_raw(name::ENVIRONMENT_VALIDATE_CONFIG, params).await
             })
         })
         .collect();
@@ -293,18 +262,18 @@ async fn hundred_concurrent_requests_respect_the_bound() {
 #[tokio::test]
 async fn the_reader_never_waits_for_hook_capacity() {
     let demo = Arc::new(Demo::default());
-    let client = Arc::new(TestClient::start(Worker::new(Shared(demo.clone())).max_concurrency(1)));
+    let client = Arc::new(TestClient::start(Worker::new(demo.clone()).max_concurrency(1)));
     let c = client.clone();
     let blocked = tokio::spawn(async move {
-        c.call(name::ENVIRONMENT_ACQUIRE_LEASE, base(json!({"runId": "r"}))).await
+        c.call_raw(name::ENVIRONMENT_ACQUIRE_LEASE, base(json!({"runId": "r"}))).await
     });
     wait_until(|| demo.acquiring.load(Ordering::SeqCst) == 1).await;
     // A second hook waits for the only permit, in its own task.
     let c = client.clone();
     let queued =
-        tokio::spawn(async move { c.call(name::ENVIRONMENT_PROBE, base(json!({}))).await });
+        tokio::spawn(async move { c.call_raw(name::ENVIRONMENT_PROBE, base(json!({}))).await });
     // The reader still reads: health is answered and notifications handled meanwhile.
-    assert_eq!(client.call(name::HEALTH, json!({})).await, Ok(json!({"status": "ok"})));
+    assert_eq!(client.call_raw(name::HEALTH, json!({})).await, Ok(json!({"status": "ok"})));
     client.notify(name::ON_EVENT, json!({"n": 49})).await.unwrap();
     wait_until(|| !demo.events.lock().unwrap().is_empty()).await;
     assert!(!queued.is_finished());
@@ -321,7 +290,7 @@ async fn notifications_are_handled_in_arrival_order() {
     }
     client.notify("someUnknownNotification", json!({})).await.unwrap();
     // A request after them proves the reader went past all of them.
-    client.call(name::HEALTH, json!({})).await.unwrap();
+    client.call_raw(name::HEALTH, json!({})).await.unwrap();
     assert_eq!(client.finish().await.unwrap(), ServeEnd::Eof);
     assert_eq!(*demo.events.lock().unwrap(), (0..50).collect::<Vec<u64>>());
 }
@@ -364,6 +333,8 @@ async fn execute_log_outside_execute_is_dropped() {
     struct Chatty;
     #[provider]
     impl SandboxProvider for Chatty {
+        type Config = JsonObject;
+
         async fn probe(&self, _p: ProbeParams, cx: Context) -> HookResult<ProbeResult> {
             cx.execute_log(OutputStream::Stderr, "nope");
             cx.log(LogLevel::Warn, "probe");
@@ -371,7 +342,7 @@ async fn execute_log_outside_execute_is_dropped() {
         }
     }
     let client = TestClient::new(Chatty);
-    client.call(name::ENVIRONMENT_PROBE, base(json!({}))).await.unwrap();
+    client.call_raw(name::ENVIRONMENT_PROBE, base(json!({}))).await.unwrap();
     let note = client.next_notification().await.unwrap();
     assert_eq!(note.method, name::LOG, "the execute.log chunk was not sent");
     assert_eq!(note.invocation_id, None);
@@ -416,7 +387,7 @@ async fn eof_cancels_in_flight_requests_and_still_answers_them() {
     let (demo, client) = demo();
     let client = Arc::new(client);
     client.send_line(&acquire_line(42)).await.unwrap();
-    client.call(name::HEALTH, json!({})).await.unwrap();
+    client.call_raw(name::HEALTH, json!({})).await.unwrap();
     wait_until(|| demo.acquiring.load(Ordering::SeqCst) == 1).await;
     client.close_stdin().await;
     let mut found = None;

@@ -1,9 +1,10 @@
 //! The JSON-RPC face of the bwrap provider: [`SandboxProvider`] for [`BwrapProvider`].
 //!
-//! Every lifecycle and sync hook is the local provider's own [`SandboxProvider`] hook, called
-//! as is (same wire errors and envelopes). `environmentValidateConfig`, `environmentProbe` and
-//! `environmentExecute` go through [`BwrapProvider`]; their errors map as the local provider's
-//! do (`-32602` for invalid params, else `-32002` with the message).
+//! Every lifecycle and sync hook is the local provider's own [`SandboxProvider`] hook,
+//! delegated as is (`#[provider(delegate = LocalProvider)]`: same wire errors and envelopes).
+//! `environmentValidateConfig`, `environmentProbe` and `environmentExecute` go through
+//! [`BwrapProvider`]; their errors map as the local provider's do (`-32602` for invalid params,
+//! else `-32002` with the message).
 
 use local_provider::error::{ErrorKind, LocalError};
 use local_provider::provider::LocalProvider;
@@ -18,11 +19,18 @@ fn wire_error(e: LocalError) -> ProviderError {
     }
 }
 
-#[paperclip_sandbox_sdk::provider]
-impl SandboxProvider for BwrapProvider {
-    async fn shutdown(&self, params: ShutdownParams, cx: Context) -> HookResult<()> {
-        <LocalProvider as SandboxProvider>::shutdown(self.local(), params, cx).await
+impl AsRef<LocalProvider> for BwrapProvider {
+    fn as_ref(&self) -> &LocalProvider {
+        self.local()
     }
+}
+
+/// The hooks bwrap changes; every other hook (leases, workspace, sync, shutdown) is the local
+/// provider's, through `delegate`.
+#[paperclip_sandbox_sdk::provider(delegate = LocalProvider)]
+impl SandboxProvider for BwrapProvider {
+    // The raw config object, as the local provider it delegates to takes it.
+    type Config = JsonObject;
 
     async fn validate_config(
         &self,
@@ -36,67 +44,11 @@ impl SandboxProvider for BwrapProvider {
         BwrapProvider::probe(self, &params).await.map_err(wire_error)
     }
 
-    async fn acquire_lease(
-        &self,
-        params: AcquireLeaseParams,
-        cx: Context,
-    ) -> HookResult<AcquireLeaseResult> {
-        <LocalProvider as SandboxProvider>::acquire_lease(self.local(), params, cx).await
-    }
-
-    async fn resume_lease(
-        &self,
-        params: ResumeLeaseParams,
-        cx: Context,
-    ) -> HookResult<ResumeLeaseResult> {
-        <LocalProvider as SandboxProvider>::resume_lease(self.local(), params, cx).await
-    }
-
-    async fn release_lease(
-        &self,
-        params: ReleaseLeaseParams,
-        cx: Context,
-    ) -> HookResult<ReleaseLeaseResult> {
-        <LocalProvider as SandboxProvider>::release_lease(self.local(), params, cx).await
-    }
-
-    async fn destroy_lease(
-        &self,
-        params: DestroyLeaseParams,
-        cx: Context,
-    ) -> HookResult<DestroyLeaseResult> {
-        <LocalProvider as SandboxProvider>::destroy_lease(self.local(), params, cx).await
-    }
-
-    async fn stop_lease(
-        &self,
-        params: StopLeaseParams,
-        cx: Context,
-    ) -> HookResult<StopLeaseResult> {
-        <LocalProvider as SandboxProvider>::stop_lease(self.local(), params, cx).await
-    }
-
-    async fn realize_workspace(
-        &self,
-        params: RealizeWorkspaceParams,
-        cx: Context,
-    ) -> HookResult<RealizeWorkspaceResult> {
-        <LocalProvider as SandboxProvider>::realize_workspace(self.local(), params, cx).await
-    }
-
     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
         let cancel = cx.cancellation().clone();
         let mut sink = &cx;
         BwrapProvider::execute(self, &params, &mut sink, async move { cancel.cancelled().await })
             .await
             .map_err(wire_error)
-    }
-
-    async fn sync_in(&self, params: SyncInParams, cx: Context) -> HookResult<SyncResult> {
-        <LocalProvider as SandboxProvider>::sync_in(self.local(), params, cx).await
-    }
-
-    async fn sync_out(&self, params: SyncOutParams, cx: Context) -> HookResult<SyncResult> {
-        <LocalProvider as SandboxProvider>::sync_out(self.local(), params, cx).await
     }
 }

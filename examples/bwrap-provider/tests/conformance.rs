@@ -11,12 +11,10 @@ use serde_json::json;
 
 fn passes_every_check(extra_config: serde_json::Value) {
     for (profile, skips) in [
-        // No idle-drain, environmentTask or duplex channel hooks: their checks skip.
-        (
-            HostProfile::Paperclip2026_11,
-            &["newer.idle-seal", "newer.idle-busy", "newer.task-pairing", "newer.duplex-roundtrip"]
-                [..],
-        ),
+        // idle-drain and the duplex channel hooks are the local provider's, through
+        // `delegate` (the manifest does not declare `duplexCommandStream`, so a host never opens
+        // a channel, whose command would run outside bubblewrap); no environmentTask hook.
+        (HostProfile::Paperclip2026_11, &["newer.task-pairing"][..]),
         // Under paperclip-2026-09 environmentStopLease and the newest methods do not exist.
         (
             HostProfile::Paperclip2026_09,
@@ -26,7 +24,6 @@ fn passes_every_check(extra_config: serde_json::Value) {
                 "newer.idle-seal",
                 "newer.idle-busy",
                 "newer.task-pairing",
-                "newer.duplex-roundtrip",
             ][..],
         ),
     ] {

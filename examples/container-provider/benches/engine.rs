@@ -67,21 +67,24 @@ async fn main() {
     };
     let config = json!({"dockerHost": host, "image": image});
     let client = TestClient::new(ContainerProvider::new(HostProfile::Paperclip2026_11));
-    client.call("initialize", json!({"manifest": {}, "config": {}})).await.unwrap();
+    client.call_raw("initialize", json!({"manifest": {}, "config": {}})).await.unwrap();
 
     let mut acquires = Vec::new();
     let mut destroys = Vec::new();
     for i in 0..ROUNDS {
         let t = Instant::now();
         let lease = client
-            .call("environmentAcquireLease", base(&config, json!({"runId": format!("bench-{i}")})))
+            .call_raw(
+                "environmentAcquireLease",
+                base(&config, json!({"runId": format!("bench-{i}")})),
+            )
             .await
             .unwrap();
         acquires.push(t.elapsed());
         let id = lease["providerLeaseId"].clone();
         let t = Instant::now();
         client
-            .call("environmentDestroyLease", base(&config, json!({"providerLeaseId": id})))
+            .call_raw("environmentDestroyLease", base(&config, json!({"providerLeaseId": id})))
             .await
             .unwrap();
         destroys.push(t.elapsed());
@@ -90,7 +93,7 @@ async fn main() {
     stats("destroy (remove with volumes)", destroys);
 
     let lease = client
-        .call("environmentAcquireLease", base(&config, json!({"runId": "bench-exec"})))
+        .call_raw("environmentAcquireLease", base(&config, json!({"runId": "bench-exec"})))
         .await
         .unwrap();
     let id = lease["providerLeaseId"].as_str().unwrap().to_owned();
@@ -98,7 +101,7 @@ async fn main() {
     for _ in 0..EXECS {
         let p = base(&config, json!({"lease": {"providerLeaseId": id}, "command": "true"}));
         let t = Instant::now();
-        let r = client.call("environmentExecute", p).await.unwrap();
+        let r = client.call_raw("environmentExecute", p).await.unwrap();
         execs.push(t.elapsed());
         assert_eq!(r["exitCode"], json!(0));
     }
@@ -110,7 +113,7 @@ async fn main() {
         let op = json!({"operationId": "b", "files": [{"sourcePath": src.path(), "targetPath": format!("/workspace/tree{i}"), "kind": "directory"}]});
         let p = base(&config, json!({"lease": {"providerLeaseId": id}, "operations": [op]}));
         let t = Instant::now();
-        let r = client.call("environmentSyncIn", p).await.unwrap();
+        let r = client.call_raw("environmentSyncIn", p).await.unwrap();
         syncs.push(t.elapsed());
         assert_eq!(r["operations"][0]["filesTransferred"], json!(FILES));
     }
@@ -135,7 +138,7 @@ async fn main() {
     }
     stats("plain tar PUT of the same tree (docker cp)", plain);
     client
-        .call("environmentDestroyLease", base(&config, json!({"providerLeaseId": id})))
+        .call_raw("environmentDestroyLease", base(&config, json!({"providerLeaseId": id})))
         .await
         .unwrap();
 }

@@ -142,6 +142,9 @@ fn diagnostic(severity: DiagnosticSeverity, code: &str, message: impl Into<Strin
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for ContainerProvider {
+    // The raw config object: the provider validates it by hand.
+    type Config = JsonObject;
+
     async fn shutdown(&self, _params: ShutdownParams, _cx: Context) -> HookResult<()> {
         let containers = self.active.containers();
         let hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -266,7 +269,7 @@ impl SandboxProvider for ContainerProvider {
         _cx: Context,
     ) -> HookResult<ReleaseLeaseResult> {
         let (engine, settings) = self.connect(&params.base.config).await?;
-        lease::release(&engine, &settings, &self.active, &params).await
+        lease::release(&engine, &settings, &self.active, &params).await.map(Released::from)
     }
 
     async fn destroy_lease(
@@ -279,7 +282,7 @@ impl SandboxProvider for ContainerProvider {
         if let Some(id) = params.provider_lease_id.as_deref() {
             self.forget(id);
         }
-        Ok(receipt)
+        Ok(receipt.into())
     }
 
     async fn stop_lease(

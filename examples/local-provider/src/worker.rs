@@ -80,6 +80,9 @@ fn sync_error(e: LocalError) -> ProviderError {
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for LocalProvider {
+    // The raw config object: `LocalConfig::parse` reports every error at once.
+    type Config = JsonObject;
+
     async fn shutdown(&self, _: ShutdownParams, _cx: Context) -> HookResult<()> {
         let killed = LocalProvider::shutdown(self);
         tracing::info!(killed, "shutdown: ended the commands still running");
@@ -130,19 +133,19 @@ impl SandboxProvider for LocalProvider {
         &self,
         params: ReleaseLeaseParams,
         _cx: Context,
-    ) -> HookResult<ReleaseLeaseResult> {
-        self.release(&params).await.map_err(wire_error)
+    ) -> HookResult<Released> {
+        self.release(&params).await.map(Released::from).map_err(wire_error)
     }
 
     async fn destroy_lease(
         &self,
         params: DestroyLeaseParams,
         _cx: Context,
-    ) -> HookResult<DestroyLeaseResult> {
+    ) -> HookResult<Destroyed> {
         if let Some(id) = params.lease_id() {
             self.channels().close_lease(id);
         }
-        self.destroy(&params).await.map_err(wire_error)
+        self.destroy(&params).await.map(Destroyed::from).map_err(wire_error)
     }
 
     async fn stop_lease(

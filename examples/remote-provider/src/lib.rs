@@ -80,6 +80,9 @@ impl RemoteProvider {
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for RemoteProvider {
+    // The raw config object: `RemoteConfig::parse` reports every problem with its own wording.
+    type Config = JsonObject;
+
     async fn validate_config(
         &self,
         params: ValidateConfigParams,
@@ -133,18 +136,18 @@ impl SandboxProvider for RemoteProvider {
         &self,
         params: ReleaseLeaseParams,
         _cx: Context,
-    ) -> HookResult<ReleaseLeaseResult> {
+    ) -> HookResult<Released> {
         let (client, config) = self.client(&params.base.config)?;
-        lifecycle::release(&client, &config, &params).await
+        lifecycle::release(&client, &config, &params).await.map(Released::from)
     }
 
     async fn destroy_lease(
         &self,
         params: DestroyLeaseParams,
         _cx: Context,
-    ) -> HookResult<DestroyLeaseResult> {
+    ) -> HookResult<Destroyed> {
         let (client, config) = self.client(&params.base.config)?;
-        lifecycle::destroy(&client, &config, &params).await
+        lifecycle::destroy(&client, &config, &params).await.map(Destroyed::from)
     }
 
     async fn stop_lease(

@@ -22,7 +22,7 @@ async fn stuck_create_ends_at_the_lookup_with_a_transient_envelope() {
     let client = client();
     let started = Instant::now();
     let err = client
-        .call("environmentAcquireLease", acquire_params(&config(&fake)))
+        .call_raw("environmentAcquireLease", acquire_params(&config(&fake)))
         .await
         .expect_err("a stuck create fails");
     let took = started.elapsed();
@@ -64,7 +64,7 @@ async fn stuck_create_in_a_snapshot_state_ends_at_the_cap() {
     })
     .await;
     let err = client()
-        .call("environmentAcquireLease", acquire_params(&config(&fake)))
+        .call_raw("environmentAcquireLease", acquire_params(&config(&fake)))
         .await
         .expect_err("the cap ends it");
     let d = read_acquisition_diagnostic(err.data.as_ref().unwrap()).expect("diagnostic");
@@ -88,7 +88,7 @@ async fn late_start_is_adopted_with_the_real_id() {
     })
     .await;
     let lease = client()
-        .call("environmentAcquireLease", acquire_params(&config(&fake)))
+        .call_raw("environmentAcquireLease", acquire_params(&config(&fake)))
         .await
         .expect("adopted");
     assert_eq!(lease["providerLeaseId"], "sbx-1");
@@ -117,7 +117,7 @@ async fn snapshot_preparation_keeps_waiting_past_the_lookup() {
     .await;
     let started = Instant::now();
     let lease = client()
-        .call("environmentAcquireLease", acquire_params(&config(&fake)))
+        .call_raw("environmentAcquireLease", acquire_params(&config(&fake)))
         .await
         .expect("waited for the snapshot");
     assert!(started.elapsed() >= Duration::from_millis(LOOKUP_MS + 150));
@@ -134,7 +134,7 @@ async fn an_adopted_sandbox_survives_a_late_create_failure() {
     })
     .await;
     let lease = client()
-        .call("environmentAcquireLease", acquire_params(&config(&fake)))
+        .call_raw("environmentAcquireLease", acquire_params(&config(&fake)))
         .await
         .expect("adopted at the lookup");
     assert_eq!(lease["providerLeaseId"], "sbx-1");
@@ -155,7 +155,7 @@ async fn a_create_failure_before_adoption_is_compensated_and_reported() {
     })
     .await;
     let err = client()
-        .call("environmentAcquireLease", acquire_params(&config(&fake)))
+        .call_raw("environmentAcquireLease", acquire_params(&config(&fake)))
         .await
         .expect_err("create failed");
     assert!(err.message.contains("cleanup was confirmed"), "{}", err.message);
@@ -177,7 +177,7 @@ async fn an_error_state_ends_the_attempt_early() {
     let fake =
         FakeApi::start(Faults { create_timeline: now("build_failed"), ..Faults::default() }).await;
     let err = client()
-        .call("environmentAcquireLease", acquire_params(&config(&fake)))
+        .call_raw("environmentAcquireLease", acquire_params(&config(&fake)))
         .await
         .expect_err("build failed");
     let d = read_acquisition_diagnostic(err.data.as_ref().unwrap()).expect("diagnostic");
@@ -192,7 +192,7 @@ async fn a_normal_create_without_creation_operation_uses_a_generated_name() {
     let mut params = acquire_params(&config(&fake));
     params.as_object_mut().unwrap().remove("creationOperation");
     params["leasePolicy"] = json!("reuse_by_environment");
-    let lease = client().call("environmentAcquireLease", params).await.expect("created");
+    let lease = client().call_raw("environmentAcquireLease", params).await.expect("created");
     assert_eq!(lease["providerLeaseId"], "sbx-1");
     assert_eq!(lease["metadata"]["reusable"], true);
     let sandbox = fake.sandbox("sbx-1").unwrap();
@@ -208,7 +208,7 @@ async fn ttl_minutes_becomes_auto_delete_interval() {
     let fake = FakeApi::start(Faults::default()).await;
     let mut cfg = config(&fake);
     cfg["ttlMinutes"] = json!(45);
-    client().call("environmentAcquireLease", acquire_params(&cfg)).await.expect("created");
+    client().call_raw("environmentAcquireLease", acquire_params(&cfg)).await.expect("created");
     let create = fake.requests().into_iter().find(|r| r.method == "POST").unwrap();
     let body: serde_json::Value = serde_json::from_str(&create.body).unwrap();
     assert_eq!(body["autoDeleteInterval"], 45);

@@ -59,7 +59,7 @@ async fn destroy_with_observation_reports_the_id_and_deletes_nothing() {
     let client = client();
     let meta = json!({"leaseMetadata": {"failedCreateCleanup": failed_create_cleanup(&cfg, None)}});
     let err = client
-        .call("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta))
+        .call_raw("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta))
         .await
         .expect_err("an observation is an error envelope");
     let c = cleanup(&err);
@@ -72,14 +72,14 @@ async fn destroy_with_observation_reports_the_id_and_deletes_nothing() {
     // The host persists the observation and destroys again: now the sandbox is deleted.
     let meta = json!({"leaseMetadata": {"failedCreateCleanup": c}});
     let receipt = client
-        .call("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta.clone()))
+        .call_raw("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta.clone()))
         .await
         .expect("destroyed");
     assert_eq!(receipt, json!({"providerLeaseId": CREATION_NAME, "state": "destroyed"}));
     assert!(fake.sandbox("sbx-9").is_none());
     // A retry of the same destroy is idempotent.
     let again = client
-        .call("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta))
+        .call_raw("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta))
         .await
         .expect("idempotent");
     assert_eq!(again["state"], "destroyed");
@@ -92,7 +92,7 @@ async fn a_missing_creation_name_is_never_proof_of_removal() {
     let cfg = config(&fake);
     let meta = json!({"leaseMetadata": {"failedCreateCleanup": failed_create_cleanup(&cfg, None)}});
     let err = client()
-        .call("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta))
+        .call_raw("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta))
         .await
         .expect_err("unresolved");
     let c = cleanup(&err);
@@ -111,7 +111,7 @@ async fn destroy_refuses_foreign_labels_and_other_credentials() {
     let client = client();
     let meta = json!({"leaseMetadata": {"failedCreateCleanup": failed_create_cleanup(&cfg, None)}});
     let err = client
-        .call("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta))
+        .call_raw("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta))
         .await
         .expect_err("labels differ");
     assert!(err.data.is_none(), "{err:?}");
@@ -119,12 +119,12 @@ async fn destroy_refuses_foreign_labels_and_other_credentials() {
     other["accountFingerprint"] = json!("0".repeat(64));
     let meta = json!({"leaseMetadata": {"failedCreateCleanup": other}});
     client
-        .call("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta))
+        .call_raw("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, meta))
         .await
         .expect_err("other credentials");
     // A creation name without its cleanup record is never looked up or deleted.
     client
-        .call("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, json!({})))
+        .call_raw("environmentDestroyLease", lease_params(&cfg, CREATION_NAME, json!({})))
         .await
         .expect_err("no record");
     assert_eq!(deletes(&fake), 0);
@@ -138,7 +138,7 @@ async fn destroy_of_a_real_id_deletes_and_is_idempotent() {
     let client = client();
     for _ in 0..2 {
         let receipt = client
-            .call("environmentDestroyLease", lease_params(&cfg, "sbx-1", json!({})))
+            .call_raw("environmentDestroyLease", lease_params(&cfg, "sbx-1", json!({})))
             .await
             .expect("destroyed");
         assert_eq!(receipt, json!({"providerLeaseId": "sbx-1", "state": "destroyed"}));
@@ -155,7 +155,7 @@ async fn stop_disables_auto_delete_confirms_it_then_stops() {
     fake.insert(FakeSandbox::new("sbx-1", now("started")));
     let cfg = config(&fake);
     let receipt = client()
-        .call(
+        .call_raw(
             "environmentStopLease",
             lease_params(
                 &cfg,
@@ -186,7 +186,7 @@ async fn stop_recovers_a_recoverable_error_once() {
     fake.insert(s);
     let cfg = config(&fake);
     let receipt = client()
-        .call("environmentStopLease", lease_params(&cfg, "sbx-1", json!({})))
+        .call_raw("environmentStopLease", lease_params(&cfg, "sbx-1", json!({})))
         .await
         .expect("recovered then stopped");
     assert_eq!(receipt["state"], "stopped");
@@ -238,7 +238,7 @@ async fn stop_errors_are_typed_and_never_delete() {
         s.recoverable = recoverable;
         fake.insert(s);
         let err = client()
-            .call("environmentStopLease", lease_params(&config(&fake), "sbx-1", json!({})))
+            .call_raw("environmentStopLease", lease_params(&config(&fake), "sbx-1", json!({})))
             .await
             .expect_err(what);
         assert_eq!(stop_reason(&err), reason, "{what}: {err:?}");
@@ -252,7 +252,7 @@ async fn stop_errors_are_typed_and_never_delete() {
 async fn stop_of_a_missing_sandbox_is_destroyed_without_deleting() {
     let fake = FakeApi::start(Faults::default()).await;
     let receipt = client()
-        .call("environmentStopLease", lease_params(&config(&fake), "sbx-404", json!({})))
+        .call_raw("environmentStopLease", lease_params(&config(&fake), "sbx-404", json!({})))
         .await
         .expect("receipt");
     assert_eq!(receipt, json!({"providerLeaseId": "sbx-404", "state": "destroyed"}));
@@ -266,16 +266,16 @@ async fn reusable_leases_stop_on_release_and_start_on_resume() {
     let client = client();
     let mut params = acquire_params(&cfg);
     params["leasePolicy"] = json!("reuse_by_environment");
-    let lease = client.call("environmentAcquireLease", params).await.expect("lease");
+    let lease = client.call_raw("environmentAcquireLease", params).await.expect("lease");
     let id = lease["providerLeaseId"].as_str().unwrap().to_owned();
 
     let release = lease_params(&cfg, &id, json!({"leaseMetadata": lease["metadata"]}));
-    let receipt = client.call("environmentReleaseLease", release).await.expect("released");
+    let receipt = client.call_raw("environmentReleaseLease", release).await.expect("released");
     assert_eq!(receipt, json!({"providerLeaseId": id, "state": "stopped"}));
     assert_eq!(fake.sandbox(&id).unwrap().state(), "stopped");
 
     let resume = lease_params(&cfg, &id, json!({"leaseMetadata": lease["metadata"]}));
-    let resumed = client.call("environmentResumeLease", resume).await.expect("resumed");
+    let resumed = client.call_raw("environmentResumeLease", resume).await.expect("resumed");
     assert_eq!(resumed["providerLeaseId"], id);
     assert_eq!(fake.sandbox(&id).unwrap().state(), "started");
     assert_eq!(fake.count("POST", &format!("/sandbox/{id}/start")), 1);
@@ -283,7 +283,7 @@ async fn reusable_leases_stop_on_release_and_start_on_resume() {
 
     // A missing sandbox is not resumable: {providerLeaseId: null, metadata: {expired: true}}.
     let gone = client
-        .call("environmentResumeLease", lease_params(&cfg, "sbx-gone", json!({})))
+        .call_raw("environmentResumeLease", lease_params(&cfg, "sbx-gone", json!({})))
         .await
         .expect("not resumable");
     assert_eq!(gone["providerLeaseId"], Value::Null);
@@ -298,10 +298,10 @@ async fn release_honours_the_resource_disposition() {
     let cfg = config(&fake);
     let client = client();
     let keep = lease_params(&cfg, "sbx-1", json!({"resourceDisposition": "keep_running"}));
-    assert_eq!(client.call("environmentReleaseLease", keep).await.unwrap(), Value::Null);
+    assert_eq!(client.call_raw("environmentReleaseLease", keep).await.unwrap(), Value::Null);
     assert_eq!(fake.sandbox("sbx-1").unwrap().state(), "started");
     let retain = lease_params(&cfg, "sbx-1", json!({"resourceDisposition": "stop_and_retain"}));
-    let receipt = client.call("environmentReleaseLease", retain).await.unwrap();
+    let receipt = client.call_raw("environmentReleaseLease", retain).await.unwrap();
     assert_eq!(receipt["state"], "stopped");
     assert_eq!(fake.sandbox("sbx-1").unwrap().auto_delete, Some(-1), "preserved");
     let destroy = lease_params(
@@ -309,7 +309,7 @@ async fn release_honours_the_resource_disposition() {
         "sbx-2",
         json!({"resourceDisposition": "destroy", "leaseMetadata": {"reusable": true}}),
     );
-    let receipt = client.call("environmentReleaseLease", destroy).await.unwrap();
+    let receipt = client.call_raw("environmentReleaseLease", destroy).await.unwrap();
     assert_eq!(receipt["state"], "destroyed");
     assert!(fake.sandbox("sbx-2").is_none());
 }
@@ -319,9 +319,10 @@ async fn an_ephemeral_release_destroys() {
     let fake = FakeApi::start(Faults::default()).await;
     let cfg = config(&fake);
     let client = client();
-    let lease = client.call("environmentAcquireLease", acquire_params(&cfg)).await.expect("lease");
+    let lease =
+        client.call_raw("environmentAcquireLease", acquire_params(&cfg)).await.expect("lease");
     let release = lease_params(&cfg, "sbx-1", json!({"leaseMetadata": lease["metadata"]}));
-    let receipt = client.call("environmentReleaseLease", release).await.expect("released");
+    let receipt = client.call_raw("environmentReleaseLease", release).await.expect("released");
     assert_eq!(receipt["state"], "destroyed");
     assert!(fake.sandbox("sbx-1").is_none());
 }
@@ -337,7 +338,7 @@ async fn execute_runs_through_the_exec_endpoint() {
     params["args"] = json!(["hello", "world"]);
     params["timeoutMs"] = json!(5000);
     let client = client();
-    let out = client.call("environmentExecute", params.clone()).await.expect("ran");
+    let out = client.call_raw("environmentExecute", params.clone()).await.expect("ran");
     assert_eq!(out["exitCode"], 0);
     assert_eq!(out["stdout"], "hello world\n");
     let log = client.next_notification().await.expect("execute.log");
@@ -349,11 +350,11 @@ async fn execute_runs_through_the_exec_endpoint() {
     assert_eq!(body["timeoutMs"], 5000);
     params["command"] = json!("sh");
     params["args"] = json!(["-c", "echo failed >&2; exit 1"]);
-    let out = client.call("environmentExecute", params.clone()).await.expect("ran");
+    let out = client.call_raw("environmentExecute", params.clone()).await.expect("ran");
     assert_eq!((out["exitCode"].clone(), out["stderr"].clone()), (json!(1), json!("failed\n")));
     params["args"] = json!(["-c", "sleep 5"]);
     params["timeoutMs"] = json!(200);
-    let out = client.call("environmentExecute", params).await.expect("ran");
+    let out = client.call_raw("environmentExecute", params).await.expect("ran");
     assert_eq!((out["timedOut"].clone(), out["exitCode"].clone()), (json!(true), Value::Null));
 }
 
@@ -362,12 +363,15 @@ async fn validate_config_and_probe() {
     let fake = FakeApi::start(Faults::default()).await;
     let client = client();
     let ok = client
-        .call("environmentValidateConfig", json!({"driverKey": "remote", "config": config(&fake)}))
+        .call_raw(
+            "environmentValidateConfig",
+            json!({"driverKey": "remote", "config": config(&fake)}),
+        )
         .await
         .unwrap();
     assert_eq!(ok["ok"], true);
     let bad = client
-        .call(
+        .call_raw(
             "environmentValidateConfig",
             json!({"driverKey": "remote", "config": {"baseUrl": "nope", "pollIntervalMs": 0}}),
         )
@@ -375,11 +379,11 @@ async fn validate_config_and_probe() {
         .unwrap();
     assert_eq!(bad["ok"], false);
     assert_eq!(bad["errors"].as_array().unwrap().len(), 3, "{bad}");
-    let probe = client.call("environmentProbe", base(&config(&fake))).await.unwrap();
+    let probe = client.call_raw("environmentProbe", base(&config(&fake))).await.unwrap();
     assert_eq!(probe["ok"], true, "{probe}");
     let mut wrong = config(&fake);
     wrong["apiKey"] = json!("sk-wrong");
-    let probe = client.call("environmentProbe", base(&wrong)).await.unwrap();
+    let probe = client.call_raw("environmentProbe", base(&wrong)).await.unwrap();
     assert_eq!(probe["ok"], false);
     assert!(probe["diagnostics"][0]["message"].as_str().unwrap().contains("401"), "{probe}");
 }

@@ -62,8 +62,10 @@ async fn the_api_key_never_leaks() {
     })
     .await;
     let client = client();
-    let err =
-        client.call("environmentAcquireLease", acquire_params(&config(&stuck))).await.unwrap_err();
+    let err = client
+        .call_raw("environmentAcquireLease", acquire_params(&config(&stuck)))
+        .await
+        .unwrap_err();
     assert!(err.data.is_some());
     record("stuck-create error", &err);
     record("stuck-create error JSON", &serde_json::to_string(&err).unwrap());
@@ -71,50 +73,50 @@ async fn the_api_key_never_leaks() {
     // A failed create with compensation, a successful one, its lease metadata.
     let failing = FakeApi::start(Faults { create_status: 500, ..Faults::default() }).await;
     let err = client
-        .call("environmentAcquireLease", acquire_params(&config(&failing)))
+        .call_raw("environmentAcquireLease", acquire_params(&config(&failing)))
         .await
         .unwrap_err();
     record("failed-create error", &err);
     let fine = FakeApi::start(Faults::default()).await;
     let cfg = config(&fine);
-    let lease = client.call("environmentAcquireLease", acquire_params(&cfg)).await.unwrap();
+    let lease = client.call_raw("environmentAcquireLease", acquire_params(&cfg)).await.unwrap();
     record("lease", &lease.to_string());
 
     // Destroy with observation, stop errors, execute, probe, validate.
     let meta = json!({"leaseMetadata": {"failedCreateCleanup": common::cleanup(&client
-        .call("environmentAcquireLease", acquire_params(&config(&stuck))).await.unwrap_err())}});
+        .call_raw("environmentAcquireLease", acquire_params(&config(&stuck))).await.unwrap_err())}});
     let observed = client
-        .call("environmentDestroyLease", lease_params(&config(&stuck), CREATION_NAME, meta))
+        .call_raw("environmentDestroyLease", lease_params(&config(&stuck), CREATION_NAME, meta))
         .await;
     record("destroy observation", &observed);
     let policy = FakeApi::start(Faults { autodelete_status: 503, ..Faults::default() }).await;
     policy.insert(FakeSandbox::new("sbx-1", now("started")));
     let stop = client
-        .call("environmentStopLease", lease_params(&config(&policy), "sbx-1", json!({})))
+        .call_raw("environmentStopLease", lease_params(&config(&policy), "sbx-1", json!({})))
         .await;
     record("stop error", &stop);
     let mut exec = base(&cfg);
     exec["lease"] = lease.clone();
     exec["command"] = json!("echo");
     exec["args"] = json!(["hi"]);
-    record("execute", &client.call("environmentExecute", exec).await);
-    record("probe", &client.call("environmentProbe", base(&cfg)).await);
+    record("execute", &client.call_raw("environmentExecute", exec).await);
+    record("probe", &client.call_raw("environmentProbe", base(&cfg)).await);
     let mut down = cfg.clone();
     down["baseUrl"] = json!("http://127.0.0.1:9");
-    record("probe of a closed port", &client.call("environmentProbe", base(&down)).await);
+    record("probe of a closed port", &client.call_raw("environmentProbe", base(&down)).await);
     let bad =
         json!({"apiKey": 5, "baseUrl": format!("http://{API_KEY}@host"), "ttlMinutes": API_KEY});
     record(
         "validate",
         &client
-            .call("environmentValidateConfig", json!({"driverKey": "remote", "config": bad}))
+            .call_raw("environmentValidateConfig", json!({"driverKey": "remote", "config": bad}))
             .await,
     );
     let mut misconfigured = cfg.clone();
     misconfigured["acquireCapMs"] = json!(API_KEY);
     record(
         "misconfigured acquire",
-        &client.call("environmentAcquireLease", acquire_params(&misconfigured)).await,
+        &client.call_raw("environmentAcquireLease", acquire_params(&misconfigured)).await,
     );
 
     // Debug of the provider's own types.

@@ -41,8 +41,17 @@ pub(crate) fn expand(input: &Input, checked: &Checked, krate: &TokenStream) -> T
         Some(ty) => quote_spanned!(ty.span()=> #krate::manifest::config_schema::<#ty>),
         None => quote!(#krate::manifest::empty_config_schema),
     };
+    let config_type = match &d.config {
+        Some(ty) => quote!(#ty),
+        None => quote!(#krate::protocol::methods::JsonObject),
+    };
     let checks = capability_checks(input, checked, krate);
     quote! {
+        #[automatically_derived]
+        impl #krate::DriverConfig for #ident {
+            type Config = #config_type;
+        }
+
         #[automatically_derived]
         impl #krate::PluginManifest for #ident {
             const PROFILE: #krate::protocol::HostProfile = #krate::protocol::HostProfile::#profile;
@@ -134,6 +143,10 @@ pub(crate) fn dummy(input: &DeriveInput, krate: &TokenStream) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     quote! {
+        impl #impl_generics #krate::DriverConfig for #ident #ty_generics #where_clause {
+            type Config = #krate::protocol::methods::JsonObject;
+        }
+
         impl #impl_generics #krate::PluginManifest for #ident #ty_generics #where_clause {
             const PROFILE: #krate::protocol::HostProfile =
                 #krate::protocol::HostProfile::Paperclip2026_11;

@@ -12,10 +12,12 @@ use super::lease::{EnvironmentBaseParams, JsonObject, Lease};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct ExecuteParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct ExecuteParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The lease to run in.
     pub lease: Lease,
     /// The program (for example `sh`); arguments go in `args`.
@@ -39,6 +41,8 @@ pub struct ExecuteParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bypass_session: Option<bool>,
 }
+
+map_config!(base ExecuteParams { lease, command, args, cwd, env, stdin, timeout_ms, bypass_session });
 
 impl ExecuteParams {
     /// Params running `command` in `lease` with every optional field absent.

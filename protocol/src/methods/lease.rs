@@ -29,7 +29,9 @@ pub(crate) use wire::open_enum;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct EnvironmentBaseParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct EnvironmentBaseParams<C = JsonObject> {
     /// The driver key of the manifest's environment driver.
     pub driver_key: String,
     /// The company the call acts for.
@@ -41,12 +43,14 @@ pub struct EnvironmentBaseParams {
     pub issue_id: Option<Option<String>>,
     /// The environment config with secrets resolved and host keys stripped (C.5).
     #[serde(default)]
-    pub config: JsonObject,
+    pub config: C,
     /// Params keys this crate does not know (D.1, D.14), preserved verbatim. When embedded in
     /// a method's params, this holds the keys neither the base nor that method knows.
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+map_config!(config EnvironmentBaseParams { driver_key, company_id, environment_id, issue_id, extra });
 
 impl EnvironmentBaseParams {
     /// Base params with an empty config and no issue.
@@ -208,16 +212,20 @@ impl TerminationReceipt {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct ValidateConfigParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct ValidateConfigParams<C = JsonObject> {
     /// The driver key.
     pub driver_key: String,
     /// The config to validate.
     #[serde(default)]
-    pub config: JsonObject,
+    pub config: C,
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+map_config!(config ValidateConfigParams { driver_key, extra });
 
 impl ValidateConfigParams {
     /// Params for `driver_key` and `config`.
@@ -277,11 +285,15 @@ impl ValidateConfigResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct ProbeParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct ProbeParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
 }
+
+map_config!(base ProbeParams {});
 
 impl ProbeParams {
     /// Probe params from base params.
@@ -363,6 +375,17 @@ impl ProbeResult {
         ProbeResult { ok, ..Default::default() }
     }
 
+    /// `{ok: true}`: the provider is usable.
+    pub fn ok() -> Self {
+        Self::new(true)
+    }
+
+    /// `{ok: false, summary: reason}`: the provider is not usable, and why (the host shows the
+    /// summary to the operator; never put a secret in it).
+    pub fn failed(reason: impl Into<String>) -> Self {
+        Self::new(false).with_summary(reason)
+    }
+
     /// Sets the summary.
     pub fn with_summary(mut self, summary: impl Into<String>) -> Self {
         self.summary = Some(summary.into());
@@ -437,10 +460,12 @@ impl CreationOperation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct AcquireLeaseParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct AcquireLeaseParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The run (a fresh UUID for ad-hoc tests).
     pub run_id: String,
     /// The execution workspace mode (host-defined string).
@@ -473,6 +498,8 @@ pub struct AcquireLeaseParams {
     pub creation_operation: Option<CreationOperation>,
 }
 
+map_config!(base AcquireLeaseParams { run_id, workspace_mode, requested_cwd, agent_id, execution_workspace_id, adapter_type, execution_workspace_settings, requested_expires_at, lease_policy, creation_operation });
+
 impl AcquireLeaseParams {
     /// Params for `run_id` with every optional field absent.
     pub fn new(base: EnvironmentBaseParams, run_id: impl Into<String>) -> Self {
@@ -497,16 +524,20 @@ impl AcquireLeaseParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct ResumeLeaseParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct ResumeLeaseParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The lease to resume.
     pub provider_lease_id: String,
     /// The full persisted lease metadata, host keys included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_metadata: Option<JsonObject>,
 }
+
+map_config!(base ResumeLeaseParams { provider_lease_id, lease_metadata });
 
 impl ResumeLeaseParams {
     /// Params for `provider_lease_id` without metadata.
@@ -523,10 +554,12 @@ impl ResumeLeaseParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct ReleaseLeaseParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct ReleaseLeaseParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The lease; `null` when the host never got one. Always serialized.
     pub provider_lease_id: Option<String>,
     /// The persisted lease metadata (may hold `failedCreateCleanup`, F.3).
@@ -542,6 +575,8 @@ pub struct ReleaseLeaseParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_disposition: Option<ResourceDisposition>,
 }
+
+map_config!(base ReleaseLeaseParams { provider_lease_id, lease_metadata, cancel_active_work, run_status, resource_disposition });
 
 impl ReleaseLeaseParams {
     /// Params for `provider_lease_id` with every optional field absent.
@@ -578,16 +613,67 @@ impl ReleaseLeaseParams {
 }
 
 /// Params of `environmentDestroyLease`: the same shape as release.
-pub type DestroyLeaseParams = ReleaseLeaseParams;
+pub type DestroyLeaseParams<C = JsonObject> = ReleaseLeaseParams<C>;
 
 /// Result of `environmentAcquireLease`.
 pub type AcquireLeaseResult = Lease;
 /// Result of `environmentResumeLease`.
 pub type ResumeLeaseResult = Lease;
-/// Result of `environmentReleaseLease`: a receipt, or `null` (void).
-pub type ReleaseLeaseResult = Option<TerminationReceipt>;
-/// Result of `environmentDestroyLease`: a receipt, or `null` (void).
-pub type DestroyLeaseResult = Option<TerminationReceipt>;
+/// What `environmentReleaseLease` and `environmentDestroyLease` answer: `null` (done, no
+/// receipt) or a termination receipt confirming how the lease ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct Released {
+    receipt: Option<TerminationReceipt>,
+}
+
+/// Built with [`Released::done`], [`Released::destroyed`] or [`Released::stopped`].
+impl Released {
+    /// `null`: the lease is released (or destroyed), without a receipt.
+    pub fn done() -> Self {
+        Released { receipt: None }
+    }
+
+    /// The receipt `{providerLeaseId, state: "destroyed"}`: the resource is gone.
+    pub fn destroyed(provider_lease_id: impl Into<String>) -> Self {
+        TerminationReceipt::destroyed(provider_lease_id).into()
+    }
+
+    /// The receipt `{providerLeaseId, state: "stopped"}`: stopped, files kept.
+    pub fn stopped(provider_lease_id: impl Into<String>) -> Self {
+        TerminationReceipt::stopped(provider_lease_id).into()
+    }
+
+    /// The receipt, if any.
+    pub fn receipt(&self) -> Option<&TerminationReceipt> {
+        self.receipt.as_ref()
+    }
+
+    /// The receipt, if any, by value.
+    pub fn into_receipt(self) -> Option<TerminationReceipt> {
+        self.receipt
+    }
+}
+
+impl From<TerminationReceipt> for Released {
+    fn from(receipt: TerminationReceipt) -> Self {
+        Released { receipt: Some(receipt) }
+    }
+}
+
+impl From<Option<TerminationReceipt>> for Released {
+    fn from(receipt: Option<TerminationReceipt>) -> Self {
+        Released { receipt }
+    }
+}
+
+/// The answer of `environmentDestroyLease` (the same shape as a release's).
+pub type Destroyed = Released;
+
+/// Result of `environmentReleaseLease`: see [`Released`].
+pub type ReleaseLeaseResult = Released;
+/// Result of `environmentDestroyLease`: see [`Released`].
+pub type DestroyLeaseResult = Destroyed;
 /// Result of `environmentStopLease`.
 pub type StopLeaseResult = TerminationReceipt;
 
@@ -597,7 +683,7 @@ pub type StopLeaseResult = TerminationReceipt;
 /// [`TerminationReceipt`]; a failed or unconfirmed stop (or a stop without a lease id) is an
 /// error, which may carry a stop-error envelope with a [`StopErrorReason`], and never deletes
 /// anything.
-pub type StopLeaseParams = ReleaseLeaseParams;
+pub type StopLeaseParams<C = JsonObject> = ReleaseLeaseParams<C>;
 
 /// The typed stop error is owned by [`crate::envelope::stop_error`];
 /// re-exported here beside the stop params it answers.

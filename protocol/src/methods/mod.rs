@@ -6,6 +6,28 @@
 //! answering `-32004` when it has no hook, and `-32601` only for names outside it) and
 //! [`HOOKS`] are generated from it.
 
+/// `map_config` for a params type generic over its config: the same params with the config
+/// mapped (the SDK parses the wire's JSON object into a provider's typed config with it).
+/// `base` types hold the config in `base`, `config` types hold it directly.
+macro_rules! map_config {
+    (base $name:ident { $($field:ident),* }) => {
+        impl<C> $name<C> {
+            /// The same params with the config mapped by `f`.
+            pub fn map_config<T, E>(self, f: impl FnOnce(C) -> Result<T, E>) -> Result<$name<T>, E> {
+                Ok($name { base: self.base.map_config(f)?, $($field: self.$field),* })
+            }
+        }
+    };
+    (config $name:ident { $($field:ident),* }) => {
+        impl<C> $name<C> {
+            /// The same params with the config mapped by `f`.
+            pub fn map_config<T, E>(self, f: impl FnOnce(C) -> Result<T, E>) -> Result<$name<T>, E> {
+                Ok($name { config: f(self.config)?, $($field: self.$field),* })
+            }
+        }
+    };
+}
+
 pub mod ai_route;
 pub mod execute;
 pub mod handshake;

@@ -198,10 +198,12 @@ impl InteractiveSetupSession {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct StartInteractiveSetupParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct StartInteractiveSetupParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The host's session id.
     pub session_id: String,
     /// Template to start from (`null` reads as absent).
@@ -218,14 +220,18 @@ pub struct StartInteractiveSetupParams {
     pub expires_at: Option<String>,
 }
 
+map_config!(base StartInteractiveSetupParams { session_id, source_template_ref, source_template_kind, connection_expires_in_minutes, expires_at });
+
 /// Params of `environmentGetInteractiveSetup`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct GetInteractiveSetupParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct GetInteractiveSetupParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The setup sandbox; always serialized.
     pub provider_lease_id: Option<String>,
     /// The session's metadata.
@@ -239,14 +245,18 @@ pub struct GetInteractiveSetupParams {
     pub connection_expires_in_minutes: Option<u64>,
 }
 
+map_config!(base GetInteractiveSetupParams { provider_lease_id, setup_metadata, include_connection_payload, connection_expires_in_minutes });
+
 /// Params of `environmentCaptureTemplate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct CaptureTemplateParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct CaptureTemplateParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The setup sandbox; always serialized.
     pub provider_lease_id: Option<String>,
     /// The session's metadata.
@@ -265,6 +275,8 @@ pub struct CaptureTemplateParams {
     #[serde(default, deserialize_with = "lenient_count", skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }
+
+map_config!(base CaptureTemplateParams { provider_lease_id, setup_metadata, source_template_ref, previous_template_ref, template_label, timeout_ms });
 
 /// Result of `environmentCaptureTemplate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -291,10 +303,12 @@ impl CaptureTemplateResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct CancelInteractiveSetupParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct CancelInteractiveSetupParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The setup sandbox; always serialized.
     pub provider_lease_id: Option<String>,
     /// The session's metadata.
@@ -304,6 +318,8 @@ pub struct CancelInteractiveSetupParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
+
+map_config!(base CancelInteractiveSetupParams { provider_lease_id, setup_metadata, reason });
 
 /// Result of `environmentCancelInteractiveSetup`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -328,10 +344,12 @@ impl CancelInteractiveSetupResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct DeleteTemplateParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct DeleteTemplateParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The template to delete.
     pub template_ref: String,
     /// Its kind.
@@ -344,6 +362,8 @@ pub struct DeleteTemplateParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
+
+map_config!(base DeleteTemplateParams { template_ref, template_kind, metadata, reason });
 
 /// Result of `environmentDeleteTemplate`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

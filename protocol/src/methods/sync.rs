@@ -6,6 +6,7 @@
 //! answers with `-32602`. Under `paperclip-2026-09` the field is ignored like any unknown
 //! params field.
 
+use super::lease::JsonObject;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -26,10 +27,12 @@ pub const MINIMUM_TIMEOUT_MS_MAX: u64 = 1_800_000;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct SyncParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct SyncParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The lease.
     pub lease: Lease,
     /// Operations, applied strictly in order.
@@ -41,10 +44,12 @@ pub struct SyncParams {
     pub minimum_timeout_ms: Option<Value>,
 }
 
+map_config!(base SyncParams { lease, operations, minimum_timeout_ms });
+
 /// Params of `environmentSyncIn`.
-pub type SyncInParams = SyncParams;
+pub type SyncInParams<C = JsonObject> = SyncParams<C>;
 /// Params of `environmentSyncOut`.
-pub type SyncOutParams = SyncParams;
+pub type SyncOutParams<C = JsonObject> = SyncParams<C>;
 
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)

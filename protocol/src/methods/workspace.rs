@@ -35,16 +35,20 @@ pub struct WorkspaceSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct RealizeWorkspaceParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct RealizeWorkspaceParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The lease.
     pub lease: Lease,
     /// The workspace.
     #[serde(default)]
     pub workspace: WorkspaceSpec,
 }
+
+map_config!(base RealizeWorkspaceParams { lease, workspace });
 
 impl RealizeWorkspaceParams {
     /// Params for `workspace` in `lease`.
@@ -84,10 +88,12 @@ impl RealizeWorkspaceResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct RunnerIngressEndpointParams {
+#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
+#[schemars(bound = "C: JsonSchema + Default + Serialize")]
+pub struct RunnerIngressEndpointParams<C = JsonObject> {
     /// The base params.
     #[serde(flatten)]
-    pub base: EnvironmentBaseParams,
+    pub base: EnvironmentBaseParams<C>,
     /// The lease.
     pub lease: Lease,
     /// The sandbox port the runner listens on.
@@ -95,6 +101,8 @@ pub struct RunnerIngressEndpointParams {
     /// The URL path; the endpoint's pathname must equal it.
     pub path: String,
 }
+
+map_config!(base RunnerIngressEndpointParams { lease, port, path });
 
 impl RunnerIngressEndpointParams {
     /// Params for `port` and `path` in `lease`.

@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use paperclip_sandbox_protocol::jsonrpc::{
     parse_line, ErrorObject, Id, Invocation, Message, Notification, Outcome, Request, Response,
 };
+use paperclip_sandbox_protocol::methods::RpcMethod;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -147,8 +148,33 @@ impl TestClient {
         rx.await.map_err(|_| io::Error::other("worker output closed before the response"))
     }
 
-    /// Calls `method` with a fresh numeric id and no invocation.
-    pub async fn call(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+    /// Calls the method `M` (a marker of the protocol crate, such as `EnvironmentProbe`) with a
+    /// fresh numeric id: typed params in, the typed result out. A result that does not fit
+    /// `M::Result` is an error `-32000` naming the method.
+    ///
+    /// ```no_run
+    /// # use paperclip_sandbox_sdk::prelude::*;
+    /// # use paperclip_sandbox_sdk::protocol::methods::EnvironmentProbe;
+    /// # use paperclip_sandbox_sdk::testing::TestClient;
+    /// # async fn demo(client: TestClient) {
+    /// let base = EnvironmentBaseParams::new("my-sandbox", "company-1", "environment-1");
+    /// let probe = client.call::<EnvironmentProbe>(&ProbeParams::new(base)).await.unwrap();
+    /// assert!(probe.ok);
+    /// # }
+    /// ```
+    pub async fn call<M: RpcMethod>(&self, params: &M::Params) -> Result<M::Result, ErrorObject> {
+        let params = serde_json::to_value(params).map_err(|e| {
+            ErrorObject::new(-32000, format!("test client: {} params: {e}", M::NAME))
+        })?;
+        let result = self.call_raw(M::NAME, params).await?;
+        serde_json::from_value(result).map_err(|e| {
+            ErrorObject::new(-32000, format!("test client: {} result does not fit: {e}", M::NAME))
+        })
+    }
+
+    /// Calls any method by name with JSON params (a fresh numeric id, no invocation): for
+    /// requests the typed [`call`](Self::call) cannot send (unknown methods, malformed params).
+    pub async fn call_raw(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
         self.call_in(method, params, None).await
     }
 

@@ -29,6 +29,8 @@ struct Frobnicator;
 
 #[paperclip_sandbox_sdk::async_trait]
 impl SandboxProvider for Frobnicator {
+    type Config = paperclip_sandbox_protocol::methods::JsonObject;
+
     fn implemented_methods(&self) -> &'static [&'static str] {
         &[name::ENVIRONMENT_FROBNICATE_LEASE]
     }

@@ -9,9 +9,12 @@ use std::time::Duration;
 
 use paperclip_sandbox_sdk::prelude::*;
 use paperclip_sandbox_sdk::Worker;
+use serde::Deserialize;
 
+// The manifest's `configSchema`, and the type `environmentProbe` receives (parsed by the SDK; a
+// config that does not fit is answered `-32602`).
 /// The test worker's config.
-#[derive(JsonSchema)]
+#[derive(JsonSchema, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 struct TestWorkerConfig {
@@ -39,12 +42,16 @@ struct TestWorker;
 
 #[provider]
 impl SandboxProvider for TestWorker {
-    async fn probe(&self, params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
+    async fn probe(
+        &self,
+        params: ProbeParams<TestWorkerConfig>,
+        _cx: Context,
+    ) -> HookResult<ProbeResult> {
         #[allow(clippy::print_stdout)]
         {
             println!("stray println from the probe hook");
         }
-        if let Some(ms) = params.base.config.get("sleepMs").and_then(Value::as_u64) {
+        if let Some(ms) = params.base.config.sleep_ms {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
         Ok(ProbeResult::new(true))

@@ -223,3 +223,40 @@ fn lenient_counts() {
     assert_eq!(read(json!({"ms": -1})).unwrap(), None);
     assert!(read(json!({"ms": "1500"})).is_err());
 }
+
+#[test]
+fn result_builders_say_what_they_build() {
+    fn to<T: Serialize>(value: &T) -> Value {
+        serde_json::to_value(value).unwrap()
+    }
+    assert_eq!(to(&Released::done()), Value::Null);
+    assert_eq!(
+        to(&Released::destroyed("l1")),
+        json!({"providerLeaseId": "l1", "state": "destroyed"})
+    );
+    assert_eq!(to(&Released::stopped("l1")), json!({"providerLeaseId": "l1", "state": "stopped"}));
+    let back: Released = serde_json::from_value(Value::Null).unwrap();
+    assert_eq!(back.receipt(), None);
+    let back: Destroyed =
+        serde_json::from_value(json!({"providerLeaseId": "l", "state": "destroyed"})).unwrap();
+    assert_eq!(back.into_receipt(), Some(TerminationReceipt::destroyed("l")));
+    assert_eq!(to(&ProbeResult::ok()), json!({"ok": true}));
+    assert_eq!(
+        to(&ProbeResult::failed("no API key")),
+        json!({"ok": false, "summary": "no API key"})
+    );
+}
+
+#[test]
+fn config_maps_to_a_typed_config_keeping_every_other_field() {
+    let params: AcquireLeaseParams =
+        serde_json::from_value(with(base_json(), json!({"runId": "r1", "requestedCwd": "/w"})))
+            .unwrap();
+    let typed = params
+        .map_config(|c| Ok::<_, ()>(c.get("image").and_then(Value::as_str).unwrap().to_owned()))
+        .unwrap();
+    assert_eq!(typed.base.config, "ubuntu");
+    assert_eq!(typed.run_id, "r1");
+    assert_eq!(typed.base.company_id, "c1");
+    assert_eq!(typed.requested_cwd.as_deref(), Some("/w"));
+}

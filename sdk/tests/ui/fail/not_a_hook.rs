@@ -11,6 +11,8 @@ impl SandboxProvider for P {
     fn implemented_methods(&self) -> &'static [&'static str] {
         &[]
     }
+
+    type Config = JsonObject;
 }
 
 fn main() {}

@@ -12,7 +12,7 @@ impl SandboxProvider for P {
         _params: ReleaseLeaseParams,
         _cx: Context,
     ) -> HookResult<ReleaseLeaseResult> {
-        Ok(None)
+        Ok(Released::done())
     }
 }
 

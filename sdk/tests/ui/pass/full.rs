@@ -52,10 +52,10 @@ impl SandboxProvider for P {
         Err(ProviderError::worker("x"))
     }
     async fn release_lease(&self, _: ReleaseLeaseParams, _: Context) -> HookResult<ReleaseLeaseResult> {
-        Ok(None)
+        Ok(Released::done())
     }
     async fn destroy_lease(&self, _: DestroyLeaseParams, _: Context) -> HookResult<DestroyLeaseResult> {
-        Ok(None)
+        Ok(Released::done())
     }
     async fn sync_in(&self, _: SyncInParams, _: Context) -> HookResult<SyncResult> {
         Err(ProviderError::worker("x"))
@@ -76,6 +76,8 @@ impl SandboxProvider for P {
     ) -> HookResult<DuplexChannelOpenResult> {
         Ok(DuplexChannelOpenResult::new(p.host_route_id, "s1"))
     }
+    // The raw config object, not the manifest's config type.
+    type Config = JsonObject;
 }
 
 fn main() {
