@@ -12,9 +12,10 @@ use serde_json::json;
 fn passes_every_check(extra_config: serde_json::Value) {
     for (profile, skips) in [
         // idle-drain and the duplex channel hooks are the local provider's, through
-        // `delegate` (the manifest does not declare `duplexCommandStream`, so a host never opens
-        // a channel, whose command would run outside bubblewrap); no environmentTask hook.
-        (HostProfile::Paperclip2026_11, &["newer.task-pairing"][..]),
+        // `delegate`; the manifest does not declare `duplexCommandStream`, so a host never opens
+        // a channel (whose command would run outside bubblewrap) and its check skips. No
+        // environmentTask hook.
+        (HostProfile::Paperclip2026_11, &["newer.task-pairing", "newer.duplex-roundtrip"][..]),
         // Under paperclip-2026-09 environmentStopLease and the newest methods do not exist.
         (
             HostProfile::Paperclip2026_09,
@@ -24,6 +25,7 @@ fn passes_every_check(extra_config: serde_json::Value) {
                 "newer.idle-seal",
                 "newer.idle-busy",
                 "newer.task-pairing",
+                "newer.duplex-roundtrip",
             ][..],
         ),
     ] {
