@@ -48,6 +48,14 @@ pub enum Need {
     RequiredClis,
 }
 
+/// The needs of a check that runs commands in a working lease: acquire and execute advertised,
+/// and the lease the run acquired.
+pub const EXECUTE_IN_LEASE: &[Need] = &[
+    Need::Method(Method::EnvironmentAcquireLease),
+    Need::Method(Method::EnvironmentExecute),
+    Need::Lease,
+];
+
 /// The checks whose failure blocks a check that needs a lease, in order.
 pub const LEASE_PREREQUISITES: &[&str] = &["lifecycle.acquire", "lifecycle.realize"];
 

@@ -430,15 +430,11 @@ pub fn session_commands(ctx: &mut Ctx<'_>) -> CheckResult {
     Ok(())
 }
 
-use crate::check::{check, Check, Need, Scope::Main};
+use crate::check::{check, Check, Need, Scope::Main, EXECUTE_IN_LEASE};
 use crate::hostmodel::HostCall;
 use paperclip_sandbox_protocol::methods::Method;
 
-const LEASE: &[Need] = &[
-    Need::Method(Method::EnvironmentAcquireLease),
-    Need::Method(Method::EnvironmentExecute),
-    Need::Lease,
-];
+const LEASE: &[Need] = EXECUTE_IN_LEASE;
 
 /// The execute group.
 pub const GROUP: &[Check] = &[

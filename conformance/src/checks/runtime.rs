@@ -172,14 +172,10 @@ pub fn no_login_profile(ctx: &mut Ctx<'_>) -> CheckResult {
     ))
 }
 
-use crate::check::{check, Check, Need, Scope::Main};
+use crate::check::{check, Check, Need, Scope::Main, EXECUTE_IN_LEASE};
 use paperclip_sandbox_protocol::methods::Method;
 
-const LEASE: &[Need] = &[
-    Need::Method(Method::EnvironmentAcquireLease),
-    Need::Method(Method::EnvironmentExecute),
-    Need::Lease,
-];
+const LEASE: &[Need] = EXECUTE_IN_LEASE;
 
 /// The runtime-requirements group.
 pub const GROUP: &[Check] = &[
