@@ -7,7 +7,6 @@ mod support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use paperclip_sandbox_protocol::manifest::validate;
 use paperclip_sandbox_protocol::HostProfile;
@@ -460,24 +459,8 @@ fn our_validator_agrees_with_the_published_host_validator() {
     manifests.push(json!(null));
     manifests.push(json!({}));
 
-    let mut child = Command::new("node")
-        .arg("validate.mjs")
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("node starts");
     let input: String = manifests.iter().map(|m| format!("{m}\n")).collect();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child.wait_with_output().expect("node finishes");
-    writer.join().unwrap().expect("stdin written");
-    assert!(output.status.success(), "validate.mjs failed");
-    let lines: Vec<Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = support::published_verdicts(&dir, &input);
     assert_eq!(lines.len(), manifests.len(), "one verdict per manifest");
 
     let mut verdict_disagreements = 0;
