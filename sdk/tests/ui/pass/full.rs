@@ -16,33 +16,17 @@ struct AcmeConfig {
 
 #[derive(PluginManifest)]
 #[plugin(
-    id = "acme.sbx",
-    display_name = "Acme Sandbox",
-    description = "Acme sandboxes",
-    author = "Acme Inc.",
-    version = "2.0.0-beta.1",
-    categories = ["automation", "workspace"],
-    worker = "./dist/acme-worker.cjs",
-    profile = "paperclip-2026-11",
-    crate = "paperclip_sandbox_sdk",
+    id = "acme.sbx", display_name = "Acme Sandbox", description = "Acme sandboxes",
+    author = "Acme Inc.", version = "2.0.0-beta.1", categories = ["automation", "workspace"],
+    worker = "./dist/acme-worker.cjs", profile = "paperclip-2026-11", crate = "paperclip_sandbox_sdk",
 )]
 #[driver(
-    key = "acme-vm",
-    display_name = "Acme VM",
-    description = "One VM per lease.",
-    config = AcmeConfig,
+    key = "acme-vm", display_name = "Acme VM", description = "One VM per lease.", config = AcmeConfig,
     capabilities(
-        reusableLeases,
-        nativeSyncIn,
-        nativeSyncOut = true,
-        persistentProcessSessions = false,
-        incrementalSessionOutput,
-        runnerWebSocketIngress = false,
-        duplexCommandStream,
+        reusableLeases, nativeSyncIn, nativeSyncOut = true, persistentProcessSessions = false,
+        incrementalSessionOutput, runnerWebSocketIngress = false, duplexCommandStream,
     ),
-    default_acquire_timeout_ms = 86_400_000,
-    creation_operation_version = 1,
-    supports_tasks,
+    default_acquire_timeout_ms = 86_400_000, creation_operation_version = 1, supports_tasks,
 )]
 struct P;
 
