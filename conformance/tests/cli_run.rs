@@ -98,16 +98,24 @@ fails_exactly! {
         => ["shutdown.on-request", "shutdown.on-stdin-eof"];
 }
 
-#[test]
-fn official_sdk_worker_passes_every_must() {
+/// The paths of a manifest and a worker of the official-SDK fixture project, its npm
+/// dependencies installed; `None` (the test skips, saying why) without `node`.
+fn official_sdk_fixture(manifest: &str, worker: &str) -> Option<(String, String)> {
     let dir = fixtures().join("official-sdk-worker");
     if !support::node_available() {
-        eprintln!("official SDK worker: skipped, `node` is not on PATH");
-        return;
+        eprintln!("official SDK fixture {worker}: skipped, `node` is not on PATH");
+        return None;
     }
     support::ensure_npm_project(&dir, "@paperclipai/plugin-sdk");
-    let manifest = dir.join("manifest.json").display().to_string();
-    let worker = dir.join("worker.mjs").display().to_string();
+    let path = |file: &str| dir.join(file).display().to_string();
+    Some((path(manifest), path(worker)))
+}
+
+#[test]
+fn official_sdk_worker_passes_every_must() {
+    let Some((manifest, worker)) = official_sdk_fixture("manifest.json", "worker.mjs") else {
+        return;
+    };
     let out =
         run(&["run", "-q", "--format", "json", "--manifest", &manifest, "--", "node", &worker]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -482,14 +490,10 @@ fn a_local_provider_run_leaves_no_lease_behind() {
 
 #[test]
 fn private_directory_official_sdk_worker_passes_every_must_under_both_profiles() {
-    let dir = fixtures().join("official-sdk-worker");
-    if !support::node_available() {
-        eprintln!("private-directory SDK worker: skipped, `node` is not on PATH");
+    let fixture = official_sdk_fixture("private-dir-manifest.json", "private-dir-worker.mjs");
+    let Some((manifest, worker)) = fixture else {
         return;
-    }
-    support::ensure_npm_project(&dir, "@paperclipai/plugin-sdk");
-    let manifest = dir.join("private-dir-manifest.json").display().to_string();
-    let worker = dir.join("private-dir-worker.mjs").display().to_string();
+    };
     for profile in ["paperclip-2026-11", "paperclip-2026-09"] {
         let out = run(&[
             "run",

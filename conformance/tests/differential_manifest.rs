@@ -37,6 +37,11 @@ impl Rng {
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
+    /// Fewer than `below` picks from `items` (repeats allowed).
+    fn picks<T: Copy>(&mut self, items: &[T], below: usize) -> Vec<T> {
+        let n = self.below(below);
+        (0..n).map(|_| *self.pick(items)).collect()
+    }
 }
 
 fn apply_patch(doc: &mut Value, patch: &[Value]) {
@@ -250,11 +255,7 @@ fn mutate(m: &mut Value, rng: &mut Rng) {
         }
         5 => {
             let cats = ["automation", "ui", "connector", "workspace", "other", ""];
-            let n = rng.below(3);
-            obj(m).insert(
-                "categories".into(),
-                json!((0..n).map(|_| *rng.pick(&cats)).collect::<Vec<_>>()),
-            );
+            obj(m).insert("categories".into(), json!(rng.picks(&cats, 3)));
         }
         6 => {
             let caps = [
@@ -264,11 +265,7 @@ fn mutate(m: &mut Value, rng: &mut Rng) {
                 "agent.tools.register",
                 "nope",
             ];
-            let n = rng.below(3);
-            obj(m).insert(
-                "capabilities".into(),
-                json!((0..n).map(|_| *rng.pick(&caps)).collect::<Vec<_>>()),
-            );
+            obj(m).insert("capabilities".into(), json!(rng.picks(&caps, 3)));
         }
         7 => {
             let e = [

@@ -53,11 +53,7 @@ impl SandboxProvider for P {
     async fn environment_task(&self, p: EnvironmentTaskParams, _: Context) -> HookResult<TaskResult> {
         Ok(TaskResult::accepted(p.task_id))
     }
-    async fn duplex_channel_open(
-        &self,
-        p: DuplexChannelOpenParams,
-        _: Context,
-    ) -> HookResult<DuplexChannelOpenResult> {
+    async fn duplex_channel_open(&self, p: DuplexChannelOpenParams, _: Context) -> HookResult<DuplexChannelOpenResult> {
         Ok(DuplexChannelOpenResult::new(p.host_route_id, "s1"))
     }
     // The raw config object, not the manifest's config type.
