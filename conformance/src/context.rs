@@ -222,6 +222,16 @@ pub fn fail(expected: impl Into<String>, actual: impl Into<String>) -> Finding {
     Finding::Fail { expected: expected.into(), actual: actual.into() }
 }
 
+/// Passes when a check found no `problems`; else fails with `expected` and the problems,
+/// joined with `; `.
+pub fn no_problems(problems: &[String], expected: impl Into<String>) -> CheckResult {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(fail(expected, problems.join("; ")))
+    }
+}
+
 /// What a check returns: `Ok(())` passes.
 pub type CheckResult = Result<(), Finding>;
 
@@ -279,6 +289,17 @@ impl<'a> Ctx<'a> {
     /// The main session.
     pub fn session(&mut self) -> &mut Session {
         self.session.as_deref_mut().expect("the runner gives every check the main session")
+    }
+
+    /// Calls `method` on the main session; an answer other than a result fails the check with
+    /// `expected` (and what came instead).
+    pub fn call_ok(
+        &mut self,
+        method: &str,
+        params: Value,
+        expected: impl Into<String>,
+    ) -> Result<Value, Finding> {
+        self.session().call(method, params).into_result().map_err(|a| fail(expected, a))
     }
 
     /// True when the main session is there and its worker still serves.

@@ -472,19 +472,10 @@ pub fn run(options: RunOptions) -> Result<RunReport, HarnessError> {
         let check_started = Instant::now();
         let req = check.requirement();
         let mut outcome = CheckOutcome {
-            id: check.id.into(),
             title: check.title.into(),
-            level: req.level,
             requirement: req.id.into(),
             reference: public_reference(req),
-            status: Status::Pass,
-            expected: None,
-            actual: None,
-            skip_reason: None,
-            blocked_by: None,
-            notes: vec![],
-            duration_ms: 0,
-            artifact: None,
+            ..CheckOutcome::new(check.id, req.level, Status::Pass)
         };
         let skip = skip_reason(check, &env, &facts);
         let (result, notes, exchange) = if let Some(reason) = skip {
@@ -570,21 +561,7 @@ mod tests {
     }
 
     fn outcome(id: &str, status: Status) -> CheckOutcome {
-        CheckOutcome {
-            id: id.into(),
-            title: String::new(),
-            level: Level::Must,
-            requirement: String::new(),
-            reference: String::new(),
-            status,
-            expected: None,
-            actual: None,
-            skip_reason: None,
-            blocked_by: None,
-            notes: vec![],
-            duration_ms: 0,
-            artifact: None,
-        }
+        CheckOutcome::new(id, Level::Must, status)
     }
 
     #[test]

@@ -1,21 +1,13 @@
 //! `sandbox-conformance capabilities resolve`, run as a real process.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod support;
+
+use std::process::Output;
 
 use serde_json::{json, Value};
 
 fn run(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn sandbox-conformance");
-    // The process may exit before reading (usage errors): a broken pipe is fine.
-    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-    child.wait_with_output().unwrap()
+    support::harness_with_stdin(args, Some(stdin))
 }
 
 fn resolve(profile: &str, input: &Value) -> (i32, Value, String) {

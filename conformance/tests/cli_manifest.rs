@@ -1,17 +1,24 @@
 //! Runs the built `sandbox-conformance` binary: `manifest check` with files and stdin.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod support;
 
+use std::path::PathBuf;
+use std::process::Output;
+
+use paperclip_sandbox_protocol::manifest::{DriverDeclaration, Manifest};
 use serde_json::{json, Value};
 
+/// A minimal valid sandbox-provider manifest (one driver), as the protocol crate's builder
+/// writes it.
 fn base() -> Value {
-    json!({"id":"acme.rust-sandbox","apiVersion":1,"version":"0.1.0","displayName":"Rust Sandbox",
-        "description":"test","author":"Acme","categories":["automation"],
-        "capabilities":["environment.drivers.register"],"entrypoints":{"worker":"./dist/worker.js"},
-        "environmentDrivers":[{"driverKey":"rust-sbx","kind":"sandbox_provider","displayName":"Rust SBX",
-            "configSchema":{"type":"object","properties":{}}}]})
+    let manifest = Manifest::sandbox_provider(
+        "acme.rust-sandbox",
+        "0.1.0",
+        "Rust Sandbox",
+        "./dist/worker.js",
+    )
+    .with_driver(DriverDeclaration::sandbox_provider("rust-sbx", "Rust SBX"));
+    serde_json::to_value(manifest).unwrap()
 }
 
 fn removed_key_manifest() -> Value {
@@ -29,21 +36,14 @@ fn temp_file(name: &str, contents: &str) -> PathBuf {
     path
 }
 
-fn run(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    if let Some(input) = stdin {
-        // A usage error exits before reading stdin: a broken pipe is expected then.
-        let _ = pipe.write_all(input.as_bytes());
-    }
-    drop(pipe);
-    child.wait_with_output().unwrap()
+use support::harness_with_stdin as run;
+
+/// `manifest check <flags> -` with `manifest` on stdin.
+fn check_stdin(flags: &[&str], manifest: &Value) -> Output {
+    let mut args = vec!["manifest", "check"];
+    args.extend_from_slice(flags);
+    args.push("-");
+    run(&args, Some(&manifest.to_string()))
 }
 
 fn stdout(o: &Output) -> String {
@@ -64,10 +64,7 @@ fn valid_file_exits_zero_with_human_output() {
 
 #[test]
 fn invalid_stdin_exits_one_with_the_json_shape() {
-    let o = run(
-        &["manifest", "check", "--format", "json", "-"],
-        Some(&removed_key_manifest().to_string()),
-    );
+    let o = check_stdin(&["--format", "json"], &removed_key_manifest());
     assert_eq!(o.status.code(), Some(1));
     let report: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let keys: Vec<_> = report.as_object().unwrap().keys().cloned().collect();
@@ -86,10 +83,7 @@ fn invalid_stdin_exits_one_with_the_json_shape() {
 
 #[test]
 fn profile_flag_selects_the_rules() {
-    let o = run(
-        &["manifest", "check", "--profile", "paperclip-2026-09", "-"],
-        Some(&removed_key_manifest().to_string()),
-    );
+    let o = check_stdin(&["--profile", "paperclip-2026-09"], &removed_key_manifest());
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(stdout(&o), "valid (paperclip-2026-09)\n");
 }
@@ -98,13 +92,11 @@ fn profile_flag_selects_the_rules() {
 fn a_driver_with_supports_tasks_is_valid_for_november_only() {
     let mut m = base();
     m["environmentDrivers"][0]["supportsTasks"] = json!(true);
-    let o =
-        run(&["manifest", "check", "--profile", "paperclip-2026-11", "-"], Some(&m.to_string()));
+    let o = check_stdin(&["--profile", "paperclip-2026-11"], &m);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert_eq!(stdout(&o), "valid (paperclip-2026-11)\n");
     // The published September host's strict driver schema has no such key.
-    let o =
-        run(&["manifest", "check", "--profile", "paperclip-2026-09", "-"], Some(&m.to_string()));
+    let o = check_stdin(&["--profile", "paperclip-2026-09"], &m);
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains("supportsTasks"), "{}", stdout(&o));
 }
@@ -113,7 +105,7 @@ fn a_driver_with_supports_tasks_is_valid_for_november_only() {
 fn human_output_lists_path_message_code() {
     let mut m = base();
     m["capabilities"] = json!(["http.outbound"]);
-    let o = run(&["manifest", "check", "-"], Some(&m.to_string()));
+    let o = check_stdin(&[], &m);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stdout(&o),

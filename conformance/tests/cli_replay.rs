@@ -3,7 +3,7 @@
 //! `--expect-fixed` runs the transcript's check and exits 0 only when it passes now.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 fn broken(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -13,23 +13,16 @@ fn broken(name: &str) -> String {
         .to_string()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcconf-replay-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod support;
 
-fn harness(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the binary runs")
+use support::harness;
+
+fn temp_dir(name: &str) -> PathBuf {
+    support::temp_dir("replay", name)
 }
 
 fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    support::lossy(&out.stdout)
 }
 
 /// The transcript of `framing.id-echo` failing against the worker that echoes a string id as a

@@ -7,7 +7,7 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
@@ -19,23 +19,10 @@ fn broken(name: &str) -> String {
     fixtures().join("broken").join(name).display().to_string()
 }
 
+use support::{harness as run, lossy as text};
+
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcconf-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    support::temp_dir("test", name)
 }
 
 /// Options that keep a broken-fixture run short: a 2 MB oversize frame, 1.5 s to exit.
@@ -81,16 +68,54 @@ fn assert_fails_exactly(fixture: &str, expected: &[&str]) {
     }
 }
 
-#[test]
-fn official_sdk_worker_passes_every_must() {
+/// One test per broken fixture that fails exactly the checks it breaks (and nothing else):
+/// `test name: fixture => [failed check ids]`.
+macro_rules! fails_exactly {
+    ($($test:ident: $fixture:literal => [$($id:literal),+];)+) => {$(
+        #[test]
+        fn $test() {
+            assert_fails_exactly($fixture, &[$($id),+]);
+        }
+    )+};
+}
+
+fails_exactly! {
+    banner_on_stdout: "banner-on-stdout.cjs" => ["framing.stdout-purity"];
+    stdin_ignored: "ignores-stdin.cjs" => ["execute.stdin"];
+    timeout_leaves_the_command_running: "timeout-keeps-running.cjs" => ["execute.timeout"];
+    output_truncated_without_native_sync: "truncates-output.cjs" => ["execute.large-output"];
+    commands_of_a_lease_run_one_at_a_time: "serial-exec.cjs" => ["execute.control-commands"];
+    login_profile_written: "writes-login-profile.cjs" => ["runtime.no-login-profile"];
+    string_id_answered_as_number: "string-id-as-number.cjs" => ["framing.id-echo"];
+    void_answer_without_result: "void-without-result.cjs" => ["framing.void-result-null"];
+    only_sync_in: "sync-in-only.cjs" => ["handshake.sync-pair"];
+    advertised_method_answers_not_implemented: "advertised-not-implemented.cjs"
+        => ["handshake.advertised-implemented"];
+    unadvertised_method_answers_success: "unadvertised-success.cjs"
+        => ["handshake.unadvertised-not-implemented"];
+    secret_echoed_in_an_error: "secret-in-error.cjs" => ["secrets.no-leak"];
+    worker_ignoring_shutdown_and_eof: "ignores-shutdown.cjs"
+        => ["shutdown.on-request", "shutdown.on-stdin-eof"];
+}
+
+/// The paths of a manifest and a worker of the official-SDK fixture project, its npm
+/// dependencies installed; `None` (the test skips, saying why) without `node`.
+fn official_sdk_fixture(manifest: &str, worker: &str) -> Option<(String, String)> {
     let dir = fixtures().join("official-sdk-worker");
     if !support::node_available() {
-        eprintln!("official SDK worker: skipped, `node` is not on PATH");
-        return;
+        eprintln!("official SDK fixture {worker}: skipped, `node` is not on PATH");
+        return None;
     }
     support::ensure_npm_project(&dir, "@paperclipai/plugin-sdk");
-    let manifest = dir.join("manifest.json").display().to_string();
-    let worker = dir.join("worker.mjs").display().to_string();
+    let path = |file: &str| dir.join(file).display().to_string();
+    Some((path(manifest), path(worker)))
+}
+
+#[test]
+fn official_sdk_worker_passes_every_must() {
+    let Some((manifest, worker)) = official_sdk_fixture("manifest.json", "worker.mjs") else {
+        return;
+    };
     let out =
         run(&["run", "-q", "--format", "json", "--manifest", &manifest, "--", "node", &worker]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -131,11 +156,6 @@ fn correct_fixture_passes_every_check_without_skips() {
 }
 
 #[test]
-fn banner_on_stdout() {
-    assert_fails_exactly("banner-on-stdout.cjs", &["framing.stdout-purity"]);
-}
-
-#[test]
 fn banner_before_the_manifest_is_found_and_reported() {
     let (_, report) = run_json("banner-on-stdout.cjs", &[]);
     assert!(report["manifest_source"].as_str().unwrap().contains("impure stdout"), "{report}");
@@ -149,31 +169,6 @@ fn banner_before_the_manifest_is_found_and_reported() {
     assert!(purity["actual"].as_str().unwrap().contains("--manifest"), "{purity}");
     // The manifest checks ran on the manifest found among the lines.
     assert!(ids_with(&report, "PASS").contains("manifest.valid"));
-}
-
-#[test]
-fn stdin_ignored() {
-    assert_fails_exactly("ignores-stdin.cjs", &["execute.stdin"]);
-}
-
-#[test]
-fn timeout_leaves_the_command_running() {
-    assert_fails_exactly("timeout-keeps-running.cjs", &["execute.timeout"]);
-}
-
-#[test]
-fn output_truncated_without_native_sync() {
-    assert_fails_exactly("truncates-output.cjs", &["execute.large-output"]);
-}
-
-#[test]
-fn commands_of_a_lease_run_one_at_a_time() {
-    assert_fails_exactly("serial-exec.cjs", &["execute.control-commands"]);
-}
-
-#[test]
-fn login_profile_written() {
-    assert_fails_exactly("writes-login-profile.cjs", &["runtime.no-login-profile"]);
 }
 
 #[test]
@@ -227,47 +222,12 @@ fn a_panicking_hook_points_at_the_artifacts() {
 }
 
 #[test]
-fn string_id_answered_as_number() {
-    assert_fails_exactly("string-id-as-number.cjs", &["framing.id-echo"]);
-}
-
-#[test]
-fn void_answer_without_result() {
-    assert_fails_exactly("void-without-result.cjs", &["framing.void-result-null"]);
-}
-
-#[test]
 fn reusable_leases_without_destroy() {
     assert_fails_exactly("reusable-without-destroy.cjs", &["manifest.capabilities-verified"]);
     let (_, report) =
         run_json("reusable-without-destroy.cjs", &["--filter", "capabilities-verified"]);
     let actual = report["checks"][0]["actual"].as_str().unwrap();
     assert!(actual.contains("would never be granted"), "{actual}");
-}
-
-#[test]
-fn only_sync_in() {
-    assert_fails_exactly("sync-in-only.cjs", &["handshake.sync-pair"]);
-}
-
-#[test]
-fn advertised_method_answers_not_implemented() {
-    assert_fails_exactly("advertised-not-implemented.cjs", &["handshake.advertised-implemented"]);
-}
-
-#[test]
-fn unadvertised_method_answers_success() {
-    assert_fails_exactly("unadvertised-success.cjs", &["handshake.unadvertised-not-implemented"]);
-}
-
-#[test]
-fn secret_echoed_in_an_error() {
-    assert_fails_exactly("secret-in-error.cjs", &["secrets.no-leak"]);
-}
-
-#[test]
-fn worker_ignoring_shutdown_and_eof() {
-    assert_fails_exactly("ignores-shutdown.cjs", &["shutdown.on-request", "shutdown.on-stdin-eof"]);
 }
 
 #[test]
@@ -530,14 +490,10 @@ fn a_local_provider_run_leaves_no_lease_behind() {
 
 #[test]
 fn private_directory_official_sdk_worker_passes_every_must_under_both_profiles() {
-    let dir = fixtures().join("official-sdk-worker");
-    if !support::node_available() {
-        eprintln!("private-directory SDK worker: skipped, `node` is not on PATH");
+    let fixture = official_sdk_fixture("private-dir-manifest.json", "private-dir-worker.mjs");
+    let Some((manifest, worker)) = fixture else {
         return;
-    }
-    support::ensure_npm_project(&dir, "@paperclipai/plugin-sdk");
-    let manifest = dir.join("private-dir-manifest.json").display().to_string();
-    let worker = dir.join("private-dir-worker.mjs").display().to_string();
+    };
     for profile in ["paperclip-2026-11", "paperclip-2026-09"] {
         let out = run(&[
             "run",

@@ -7,7 +7,6 @@ mod support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use paperclip_sandbox_protocol::manifest::validate;
 use paperclip_sandbox_protocol::HostProfile;
@@ -37,6 +36,11 @@ impl Rng {
     }
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
+    }
+    /// Fewer than `below` picks from `items` (repeats allowed).
+    fn picks<T: Copy>(&mut self, items: &[T], below: usize) -> Vec<T> {
+        let n = self.below(below);
+        (0..n).map(|_| *self.pick(items)).collect()
     }
 }
 
@@ -251,11 +255,7 @@ fn mutate(m: &mut Value, rng: &mut Rng) {
         }
         5 => {
             let cats = ["automation", "ui", "connector", "workspace", "other", ""];
-            let n = rng.below(3);
-            obj(m).insert(
-                "categories".into(),
-                json!((0..n).map(|_| *rng.pick(&cats)).collect::<Vec<_>>()),
-            );
+            obj(m).insert("categories".into(), json!(rng.picks(&cats, 3)));
         }
         6 => {
             let caps = [
@@ -265,11 +265,7 @@ fn mutate(m: &mut Value, rng: &mut Rng) {
                 "agent.tools.register",
                 "nope",
             ];
-            let n = rng.below(3);
-            obj(m).insert(
-                "capabilities".into(),
-                json!((0..n).map(|_| *rng.pick(&caps)).collect::<Vec<_>>()),
-            );
+            obj(m).insert("capabilities".into(), json!(rng.picks(&caps, 3)));
         }
         7 => {
             let e = [
@@ -460,24 +456,8 @@ fn our_validator_agrees_with_the_published_host_validator() {
     manifests.push(json!(null));
     manifests.push(json!({}));
 
-    let mut child = Command::new("node")
-        .arg("validate.mjs")
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("node starts");
     let input: String = manifests.iter().map(|m| format!("{m}\n")).collect();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child.wait_with_output().expect("node finishes");
-    writer.join().unwrap().expect("stdin written");
-    assert!(output.status.success(), "validate.mjs failed");
-    let lines: Vec<Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = support::published_verdicts(&dir, &input);
     assert_eq!(lines.len(), manifests.len(), "one verdict per manifest");
 
     let mut verdict_disagreements = 0;

@@ -8,9 +8,7 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use paperclip_sandbox_protocol::manifest::validate;
 use paperclip_sandbox_protocol::HostProfile;
@@ -66,21 +64,7 @@ fn every_example_september_manifest_passes_the_published_host_validator() {
         input.push_str(&snapshot["paperclip-2026-09"].to_string());
         input.push('\n');
     }
-    let mut child = Command::new("node")
-        .arg("validate.mjs")
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn node");
-    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write manifests");
-    let out = child.wait_with_output().expect("node finishes");
-    assert!(out.status.success(), "validate.mjs failed");
-    let verdicts: Vec<Value> = String::from_utf8(out.stdout)
-        .expect("UTF-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a verdict is JSON"))
-        .collect();
+    let verdicts = support::published_verdicts(&dir, &input);
     assert_eq!(verdicts.len(), snapshots.len());
     for ((rel, _), verdict) in snapshots.iter().zip(&verdicts) {
         assert_eq!(verdict["valid"], Value::Bool(true), "{rel}: {verdict}");
@@ -92,17 +76,10 @@ fn every_example_september_manifest_passes_the_published_host_validator() {
 
     // The November variants carry fields the September host rejects, which is why the SDK
     // prints a variant per profile (a check that the validator really judges what we send).
-    let mut child = Command::new("node")
-        .arg("validate.mjs")
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn node");
     let local = &snapshots[0].1["paperclip-2026-11"];
-    child.stdin.take().expect("stdin").write_all(format!("{local}\n").as_bytes()).unwrap();
-    let out = child.wait_with_output().expect("node finishes");
-    let verdict: Value = serde_json::from_slice(&out.stdout).expect("a verdict is JSON");
+    let verdicts = support::published_verdicts(&dir, &format!("{local}\n"));
+    assert_eq!(verdicts.len(), 1);
+    let verdict = &verdicts[0];
     assert_eq!(verdict["valid"], Value::Bool(false), "{verdict}");
     assert_eq!(verdict["codes"][0], "unrecognized_keys", "{verdict}");
 }

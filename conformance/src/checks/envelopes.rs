@@ -15,7 +15,7 @@ use paperclip_sandbox_protocol::envelope::{
 use paperclip_sandbox_protocol::methods::name;
 use serde_json::Value;
 
-use crate::context::{fail, CheckResult, Ctx};
+use crate::context::{fail, no_problems, CheckResult, Ctx};
 use crate::host::clip;
 use crate::transcript::Direction;
 
@@ -72,11 +72,7 @@ pub fn allowlisted(ctx: &mut Ctx<'_>) -> CheckResult {
             bad.push(format!("{method}: {problem}: {}", clip(&data.to_string())));
         }
     }
-    if bad.is_empty() {
-        Ok(())
-    } else {
-        Err(fail("error.data absent or an allowlisted envelope", bad.join("; ")))
-    }
+    no_problems(&bad, "error.data absent or an allowlisted envelope")
 }
 
 /// Replaces every secret in `text` by `<secret>`.

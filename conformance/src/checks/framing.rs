@@ -65,13 +65,19 @@ pub fn blank_and_crlf(ctx: &mut Ctx<'_>) -> CheckResult {
     Ok(())
 }
 
-/// WIRE-PARSE-1.
-pub fn parse_error(ctx: &mut Ctx<'_>) -> CheckResult {
+/// Sends a line that is not JSON, checks the worker still answers, and returns the error
+/// answers with id null it sent since.
+fn answers_to_not_json(ctx: &mut Ctx<'_>) -> Result<Vec<Value>, Finding> {
     let s = ctx.session();
     let mark = s.strays.len();
     s.send_raw(b"not json\n".to_vec());
     ping(s, "a line that is not JSON")?;
-    let errors = wait_null_id_error(s, mark);
+    Ok(wait_null_id_error(s, mark))
+}
+
+/// WIRE-PARSE-1.
+pub fn parse_error(ctx: &mut Ctx<'_>) -> CheckResult {
+    let errors = answers_to_not_json(ctx)?;
     let Some(first) = errors.first() else {
         return Err(fail("an error answer with id null and code -32700", "no answer with id null"));
     };
@@ -83,12 +89,8 @@ pub fn parse_error(ctx: &mut Ctx<'_>) -> CheckResult {
 
 /// WIRE-PARSE-2.
 pub fn parse_error_exact(ctx: &mut Ctx<'_>) -> CheckResult {
-    let s = ctx.session();
-    let mark = s.strays.len();
-    s.send_raw(b"not json\n".to_vec());
-    ping(s, "a line that is not JSON")?;
     let expected = json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: Invalid JSON: not json"}});
-    let errors = wait_null_id_error(s, mark);
+    let errors = answers_to_not_json(ctx)?;
     match errors.first() {
         Some(v) if *v == expected => Ok(()),
         Some(v) => Err(fail(expected.to_string(), clip(&v.to_string()))),

@@ -5,7 +5,7 @@ use paperclip_sandbox_protocol::methods::{name, MethodFamily, MethodInfo, METHOD
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Value};
 
-use crate::context::{fail, CheckResult, Ctx, Finding};
+use crate::context::{fail, no_problems, CheckResult, Ctx, Finding};
 use crate::host::{clip, Reply, INITIALIZE_TIMEOUT};
 use crate::ledger::Lease;
 
@@ -131,14 +131,7 @@ pub fn advertised_implemented(ctx: &mut Ctx<'_>) -> CheckResult {
             other => bad.push(format!("{}: {}", m.name, other.describe())),
         }
     }
-    if bad.is_empty() {
-        Ok(())
-    } else {
-        Err(fail(
-            "every advertised method answers something other than -32004/-32601",
-            bad.join("; "),
-        ))
-    }
+    no_problems(&bad, "every advertised method answers something other than -32004/-32601")
 }
 
 /// CAP-HONEST-2.
@@ -161,11 +154,7 @@ pub fn unadvertised_not_implemented(ctx: &mut Ctx<'_>) -> CheckResult {
             _ => bad.push(format!("{}: {}", m.name, reply.describe())),
         }
     }
-    if bad.is_empty() {
-        Ok(())
-    } else {
-        Err(fail("every known method missing from supportedMethods answers -32004", bad.join("; ")))
-    }
+    no_problems(&bad, "every known method missing from supportedMethods answers -32004")
 }
 
 /// SYNC-PAIR-1.

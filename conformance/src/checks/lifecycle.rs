@@ -32,11 +32,7 @@ fn receipt(result: &Value, lease: &Lease, states: &[&str], allow_void: bool) -> 
 pub fn validate_config(ctx: &mut Ctx<'_>) -> CheckResult {
     let params = json!({"driverKey": ctx.env.driver_key, "config": ctx.env.validate_config});
     let expected = "{ok: true, warnings?: string[], errors?: string[], normalizedConfig?: object}";
-    let result = ctx
-        .session()
-        .call(name::ENVIRONMENT_VALIDATE_CONFIG, params)
-        .into_result()
-        .map_err(|a| fail(expected, a))?;
+    let result = ctx.call_ok(name::ENVIRONMENT_VALIDATE_CONFIG, params, expected)?;
     let strings = |k: &str| {
         result.get(k).is_none_or(|v| v.as_array().is_some_and(|a| a.iter().all(Value::is_string)))
     };
@@ -61,11 +57,7 @@ pub fn validate_config(ctx: &mut Ctx<'_>) -> CheckResult {
 pub fn probe(ctx: &mut Ctx<'_>) -> CheckResult {
     let params = Value::Object(ctx.base_params());
     let expected = "{ok: boolean, summary?: string, diagnostics?: array, metadata?: object}";
-    let result = ctx
-        .session()
-        .call(name::ENVIRONMENT_PROBE, params)
-        .into_result()
-        .map_err(|a| fail(expected, a))?;
+    let result = ctx.call_ok(name::ENVIRONMENT_PROBE, params, expected)?;
     let shape_ok = result.get("ok").is_some_and(Value::is_boolean)
         && result.get("summary").is_none_or(|v| v.is_string() || v.is_null())
         && result.get("diagnostics").is_none_or(|v| v.is_array() || v.is_null())
@@ -135,11 +127,7 @@ pub fn release(ctx: &mut Ctx<'_>) -> CheckResult {
     let params = Value::Object(ctx.lease_id_params(&lease));
     let expected =
         "null or a receipt {providerLeaseId: <the lease>, state: \"stopped\"|\"destroyed\"}";
-    let result = ctx
-        .session()
-        .call(name::ENVIRONMENT_RELEASE_LEASE, params)
-        .into_result()
-        .map_err(|a| fail(expected, a))?;
+    let result = ctx.call_ok(name::ENVIRONMENT_RELEASE_LEASE, params, expected)?;
     receipt(&result, &lease, &["stopped", "destroyed"], true).map_err(|a| fail(expected, a))
 }
 
@@ -148,11 +136,7 @@ pub fn resume_live(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = ctx.acquire()?;
     let params = Value::Object(ctx.lease_id_params(&lease));
     let expected = format!("the lease back: {{providerLeaseId: {:?}, …}}", lease.id);
-    let result = ctx
-        .session()
-        .call(name::ENVIRONMENT_RESUME_LEASE, params)
-        .into_result()
-        .map_err(|a| fail(&expected, a))?;
+    let result = ctx.call_ok(name::ENVIRONMENT_RESUME_LEASE, params, &expected)?;
     if let Some(resumed) = Lease::from_result(&result) {
         ctx.track(&resumed);
     }
@@ -166,17 +150,14 @@ pub fn resume_live(ctx: &mut Ctx<'_>) -> CheckResult {
 pub fn resume_destroyed(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = ctx.acquire()?;
     let params = Value::Object(ctx.lease_id_params(&lease));
-    ctx.session()
-        .call(name::ENVIRONMENT_DESTROY_LEASE, params.clone())
-        .into_result()
-        .map_err(|a| fail("environmentDestroyLease succeeds", a))?;
+    ctx.call_ok(
+        name::ENVIRONMENT_DESTROY_LEASE,
+        params.clone(),
+        "environmentDestroyLease succeeds",
+    )?;
     ctx.ledger.ended(&lease.id);
     let expected = "{providerLeaseId: null, metadata: {…}} (not resumable)";
-    let result = ctx
-        .session()
-        .call(name::ENVIRONMENT_RESUME_LEASE, params)
-        .into_result()
-        .map_err(|a| fail(expected, a))?;
+    let result = ctx.call_ok(name::ENVIRONMENT_RESUME_LEASE, params, expected)?;
     let null_id = result.get("providerLeaseId") == Some(&Value::Null);
     let metadata_ok = result.get("metadata").is_none_or(Value::is_object);
     if !null_id || !metadata_ok {
@@ -204,11 +185,11 @@ pub fn destroy_idempotent(ctx: &mut Ctx<'_>) -> CheckResult {
     ctx.ledger.ended(&lease.id);
     receipt(&first, &lease, &["destroyed"], true)
         .map_err(|a| fail(expected, format!("first destroy: {a}")))?;
-    let second = ctx
-        .session()
-        .call(name::ENVIRONMENT_DESTROY_LEASE, params)
-        .into_result()
-        .map_err(|a| fail("a second destroy of the same lease succeeds", a))?;
+    let second = ctx.call_ok(
+        name::ENVIRONMENT_DESTROY_LEASE,
+        params,
+        "a second destroy of the same lease succeeds",
+    )?;
     // A second destroy may answer `{state: "destroyed"}` without naming the lease (D.6).
     let id_ok = second.get("providerLeaseId").is_none_or(|v| v.as_str() == Some(lease.id.as_str()));
     let state_ok = second.get("state").is_none_or(|v| v == "destroyed");
@@ -238,11 +219,7 @@ pub fn stop_keeps_files(ctx: &mut Ctx<'_>) -> CheckResult {
     params.insert("cancelActiveWork".into(), json!(true));
     params.insert("resourceDisposition".into(), json!("stop_and_retain"));
     let expected = "a receipt {providerLeaseId: <the lease>, state: \"stopped\"}";
-    let result = ctx
-        .session()
-        .call(name::ENVIRONMENT_STOP_LEASE, Value::Object(params))
-        .into_result()
-        .map_err(|a| fail(expected, a))?;
+    let result = ctx.call_ok(name::ENVIRONMENT_STOP_LEASE, Value::Object(params), expected)?;
     receipt(&result, &lease, &["stopped"], false).map_err(|a| fail(expected, a))?;
     // The host resumes a stopped lease only when reusableLeases is effective.
     let resumable =
@@ -257,11 +234,8 @@ pub fn stop_keeps_files(ctx: &mut Ctx<'_>) -> CheckResult {
         return Ok(());
     }
     let params = Value::Object(ctx.lease_id_params(&lease));
-    let resumed = ctx
-        .session()
-        .call(name::ENVIRONMENT_RESUME_LEASE, params)
-        .into_result()
-        .map_err(|a| fail("the stopped lease resumes", a))?;
+    let resumed =
+        ctx.call_ok(name::ENVIRONMENT_RESUME_LEASE, params, "the stopped lease resumes")?;
     let lease = Lease::from_result(&resumed)
         .ok_or_else(|| fail("the stopped lease resumes", show(&resumed)))?;
     ctx.track(&lease);

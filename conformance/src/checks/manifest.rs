@@ -8,7 +8,7 @@ use paperclip_sandbox_protocol::capabilities::{is_removed_key, Capability};
 use paperclip_sandbox_protocol::manifest::{code, validate};
 use serde_json::Value;
 
-use crate::context::{fail, CheckResult, Ctx, Finding};
+use crate::context::{fail, no_problems, CheckResult, Ctx, Finding};
 
 fn manifest<'a>(ctx: &Ctx<'a>) -> &'a Value {
     ctx.env.manifest.as_ref().expect("the registry gates on the manifest")
@@ -24,11 +24,7 @@ pub fn valid(ctx: &mut Ctx<'_>) -> CheckResult {
         .filter(|issue| issue.code != code::REMOVED_CAPABILITY)
         .map(ToString::to_string)
         .collect();
-    if issues.is_empty() {
-        Ok(())
-    } else {
-        Err(fail(format!("a manifest valid under {profile}"), issues.join("; ")))
-    }
+    no_problems(&issues, format!("a manifest valid under {profile}"))
 }
 
 /// MAN-REMOVED-1.
@@ -48,11 +44,7 @@ pub fn removed_keys(ctx: &mut Ctx<'_>) -> CheckResult {
             ));
         }
     }
-    if found.is_empty() {
-        Ok(())
-    } else {
-        Err(fail(format!("no capability key removed under {profile}"), found.join("; ")))
-    }
+    no_problems(&found, format!("no capability key removed under {profile}"))
 }
 /// CAP-VERIFY-1.
 pub fn capabilities_verified(ctx: &mut Ctx<'_>) -> CheckResult {
@@ -79,14 +71,7 @@ pub fn capabilities_verified(ctx: &mut Ctx<'_>) -> CheckResult {
             missing.join(" and ")
         ));
     }
-    if never.is_empty() {
-        Ok(())
-    } else {
-        Err(fail(
-            "every capability declared true is verified by supportedMethods",
-            never.join("; "),
-        ))
-    }
+    no_problems(&never, "every capability declared true is verified by supportedMethods")
 }
 
 /// SYNC-PAIR-2.

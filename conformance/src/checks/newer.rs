@@ -19,7 +19,7 @@ use crate::check::{
     Scope::{Fresh, Main},
 };
 use crate::checks::execute;
-use crate::context::{fail, CheckResult, Ctx, Finding};
+use crate::context::{fail, no_problems, CheckResult, Ctx, Finding};
 use crate::host::{clip, Reply, Session};
 use crate::hostmodel::{Exec, HostCall};
 use paperclip_sandbox_protocol::methods::Method;
@@ -289,11 +289,7 @@ pub fn not_implemented(ctx: &mut Ctx<'_>) -> CheckResult {
             other => wrong.push(format!("{method}: {}", other.describe())),
         }
     }
-    if wrong.is_empty() {
-        Ok(())
-    } else {
-        Err(fail("-32004 <method> is not implemented by this plugin", wrong.join("; ")))
-    }
+    no_problems(&wrong, "-32004 <method> is not implemented by this plugin")
 }
 
 const ACQUIRE: Need = Need::Method(Method::EnvironmentAcquireLease);

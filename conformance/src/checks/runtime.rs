@@ -20,19 +20,29 @@ fn run(ctx: &mut Ctx<'_>, lease: &Lease, script: String) -> Result<(i64, String)
     Ok((code, if err.is_empty() { out } else { format!("{out} (stderr: {})", clip(err)) }))
 }
 
+/// Runs `script` in `lease`: passes when it exits 0 and its output (stdout, plus stderr when
+/// there is any) satisfies `want`, else fails with `expected` and the exit code and output.
+fn expect_output(
+    ctx: &mut Ctx<'_>,
+    lease: &Lease,
+    script: String,
+    want: impl Fn(&str) -> bool,
+    expected: &str,
+) -> CheckResult {
+    let (code, out) = run(ctx, lease, script)?;
+    if code == 0 && want(&out) {
+        Ok(())
+    } else {
+        Err(fail(expected, format!("exit {code}: {}", clip(out.trim()))))
+    }
+}
+
 /// RT-SHELL-1: `sh -c` runs POSIX shell (arithmetic, `case`, functions, `$(…)`).
 pub fn posix_shell(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = lease(ctx)?;
     let script = "set -e; f() { printf '%s' \"$1\"; }; x=$((2+3)); case $x in 5) f \"ok-$(printf %s $x)\";; *) exit 9;; esac";
-    let (code, out) = run(ctx, &lease, script.into())?;
-    if code == 0 && out == "ok-5" {
-        Ok(())
-    } else {
-        Err(fail(
-            "`sh -c` runs a POSIX script and prints ok-5",
-            format!("exit {code}: {}", clip(&out)),
-        ))
-    }
+    let expected = "`sh -c` runs a POSIX script and prints ok-5";
+    expect_output(ctx, &lease, script.into(), |out| out == "ok-5", expected)
 }
 
 /// RT-SHELL-1: a `tar` round trip in the workspace (the host's sync path creates and extracts
@@ -48,15 +58,8 @@ pub fn tar(ctx: &mut Ctx<'_>) -> CheckResult {
          rm -rf \"$d\"",
         d = quote(&dir)
     );
-    let (code, out) = run(ctx, &lease, script)?;
-    if code == 0 && out == "one,two" {
-        Ok(())
-    } else {
-        Err(fail(
-            "`tar -cf` then `tar -xf` bring back a directory tree",
-            format!("exit {code}: {}", clip(&out)),
-        ))
-    }
+    let expected = "`tar -cf` then `tar -xf` bring back a directory tree";
+    expect_output(ctx, &lease, script, |out| out == "one,two", expected)
 }
 
 /// RT-SHELL-1: the workspace (remote cwd), `$HOME`, the cache (`$XDG_CACHE_HOME`, else
@@ -71,16 +74,9 @@ pub fn writable_dirs(ctx: &mut Ctx<'_>) -> CheckResult {
          w tmp \"${{TMPDIR:-/tmp}}\"",
         ws = quote(&hostmodel::remote_cwd(&lease))
     );
-    let (code, out) = run(ctx, &lease, script)?;
-    if code == 0 && out.trim().is_empty() {
-        Ok(())
-    } else {
-        Err(fail(
-            "writable workspace, home ($HOME), cache ($XDG_CACHE_HOME or $HOME/.cache) and temp \
-             ($TMPDIR or /tmp) directories",
-            format!("exit {code}: {}", clip(out.trim())),
-        ))
-    }
+    let expected = "writable workspace, home ($HOME), cache ($XDG_CACHE_HOME or $HOME/.cache) \
+                    and temp ($TMPDIR or /tmp) directories";
+    expect_output(ctx, &lease, script, |out| out.trim().is_empty(), expected)
 }
 
 fn probe_clis(ctx: &mut Ctx<'_>, clis: &[String]) -> CheckResult {

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use paperclip_sandbox_protocol::methods::name;
 use serde_json::{json, Value};
 
-use crate::context::{fail, CheckResult, Ctx, Finding};
+use crate::context::{fail, no_problems, CheckResult, Ctx, Finding};
 use crate::host::clip;
 use crate::hostmodel::{self, quote, Exec};
+use crate::ledger::Lease;
 
 /// A host temp dir removed on drop.
 struct TempDir(PathBuf);
@@ -66,6 +67,24 @@ fn check_result(result: &Value, operation_id: &str, verb: &str) -> CheckResult {
     }
 }
 
+/// Sends one sync `operation` (its `operationId` added, `pcconf-<tag>-<hex>`) with `method` in
+/// `lease` and checks the result names it.
+fn sync(
+    ctx: &mut Ctx<'_>,
+    lease: &Lease,
+    method: &str,
+    tag: &str,
+    operation: Value,
+) -> CheckResult {
+    let id = format!("pcconf-{tag}-{}", crate::ids::hex(6));
+    let mut operation = operation;
+    operation["operationId"] = json!(id);
+    let mut params = ctx.lease_params(lease);
+    params.insert("operations".into(), json!([operation]));
+    let result = ctx.call_ok(method, Value::Object(params), format!("{method} succeeds"))?;
+    check_result(&result, &id, method)
+}
+
 fn mode_of(path: &Path) -> Option<u32> {
     fs::metadata(path).ok().map(|m| m.permissions().mode() & 0o777)
 }
@@ -86,12 +105,12 @@ pub fn round_trip(ctx: &mut Ctx<'_>) -> CheckResult {
     write(&src.join("tree/skip.log"), "excluded\n")?;
     fs::create_dir_all(&out).map_err(|e| harness_trouble(&out, e))?;
 
-    let in_id = format!("pcconf-in-{}", crate::ids::hex(6));
-    let mut params = ctx.lease_params(&lease);
-    params.insert(
-        "operations".into(),
-        json!([{
-            "operationId": in_id,
+    sync(
+        ctx,
+        &lease,
+        name::ENVIRONMENT_SYNC_IN,
+        "in",
+        json!({
             "files": [
                 {"sourcePath": p(&src.join("single.txt")), "targetPath": format!("{target}/single.txt"),
                  "kind": "file", "mode": 0o640},
@@ -102,14 +121,8 @@ pub fn round_trip(ctx: &mut Ctx<'_>) -> CheckResult {
                 {"command": "printf 1 >> order.txt", "cwd": target},
                 {"command": "printf 2 >> order.txt", "cwd": target},
             ],
-        }]),
-    );
-    let result = ctx
-        .session()
-        .call(name::ENVIRONMENT_SYNC_IN, Value::Object(params))
-        .into_result()
-        .map_err(|a| fail("environmentSyncIn succeeds", a))?;
-    check_result(&result, &in_id, "environmentSyncIn")?;
+        }),
+    )?;
 
     if ctx.facts.advertises(name::ENVIRONMENT_EXECUTE) {
         let script = format!(
@@ -125,26 +138,20 @@ pub fn round_trip(ctx: &mut Ctx<'_>) -> CheckResult {
         }
     }
 
-    let out_id = format!("pcconf-out-{}", crate::ids::hex(6));
-    let mut params = ctx.lease_params(&lease);
-    params.insert(
-        "operations".into(),
-        json!([{
-            "operationId": out_id,
+    sync(
+        ctx,
+        &lease,
+        name::ENVIRONMENT_SYNC_OUT,
+        "out",
+        json!({
             "files": [
                 {"sourcePath": format!("{target}/tree"), "targetPath": p(&out.join("tree")), "kind": "directory"},
                 {"sourcePath": format!("{target}/single.txt"), "targetPath": p(&out.join("single.txt")),
                  "kind": "file", "mode": 0o600},
                 {"sourcePath": format!("{target}/order.txt"), "targetPath": p(&out.join("order.txt")), "kind": "file"},
             ],
-        }]),
-    );
-    let result = ctx
-        .session()
-        .call(name::ENVIRONMENT_SYNC_OUT, Value::Object(params))
-        .into_result()
-        .map_err(|a| fail("environmentSyncOut succeeds", a))?;
-    check_result(&result, &out_id, "environmentSyncOut")?;
+        }),
+    )?;
 
     let read = |rel: &str| fs::read_to_string(out.join(rel)).ok();
     let mut wrong = vec![];
@@ -170,11 +177,7 @@ pub fn round_trip(ctx: &mut Ctx<'_>) -> CheckResult {
         let mode = mode_of(&out.join("single.txt")).map(|m| format!("{m:o}"));
         wrong.push(format!("single.txt mode on the host: {mode:?} instead of 600"));
     }
-    if wrong.is_empty() {
-        Ok(())
-    } else {
-        Err(fail("the files round-trip with their bytes, modes and excludes", wrong.join("; ")))
-    }
+    no_problems(&wrong, "the files round-trip with their bytes, modes and excludes")
 }
 
 use crate::check::{check, Check, Need, Scope::Main};

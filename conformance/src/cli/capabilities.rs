@@ -45,22 +45,15 @@ pub struct ResolveArgs {
 impl CapabilitiesCommand {
     /// Runs the subcommand and returns the process exit code.
     pub fn run(self) -> ExitCode {
-        match self {
-            CapabilitiesCommand::Resolve(args) => resolve(args),
-        }
+        let CapabilitiesCommand::Resolve(args) = self;
+        resolve(args).unwrap_or_else(|code| code)
     }
 }
 
-fn resolve(args: ResolveArgs) -> ExitCode {
-    let value = match read_json_input(&args.file) {
-        Ok(v) => v,
-        Err(code) => return code,
-    };
-    let input = match ResolveInput::from_json(&value) {
-        Ok(input) => input,
-        Err(e) => return fail_usage(e),
-    };
+fn resolve(args: ResolveArgs) -> Result<ExitCode, ExitCode> {
+    let value = read_json_input(&args.file)?;
+    let input = ResolveInput::from_json(&value).map_err(fail_usage)?;
     let effective = resolve_input(HostProfile::from(args.profile), &input);
     println!("{}", effective.to_json());
-    ExitCode::from(EXIT_OK)
+    Ok(ExitCode::from(EXIT_OK))
 }

@@ -42,24 +42,20 @@ enum Format {
 impl ManifestCommand {
     /// Runs the subcommand and returns the process exit code.
     pub fn run(self) -> ExitCode {
-        match self {
-            ManifestCommand::Check(args) => check(args),
-        }
+        let ManifestCommand::Check(args) = self;
+        check(args).unwrap_or_else(|code| code)
     }
 }
 
-fn check(args: CheckArgs) -> ExitCode {
-    let value = match read_json_input(&args.file) {
-        Ok(v) => v,
-        Err(code) => return code,
-    };
+fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
+    let value = read_json_input(&args.file)?;
     let profile = HostProfile::from(args.profile);
     let report = validate(&value, profile);
     match args.format {
         Format::Json => println!("{}", json_report(&report, profile)),
         Format::Human => print_human(&report, profile),
     }
-    ExitCode::from(if report.valid { EXIT_OK } else { EXIT_FAILED })
+    Ok(ExitCode::from(if report.valid { EXIT_OK } else { EXIT_FAILED }))
 }
 
 fn issues(list: &[Issue]) -> Value {

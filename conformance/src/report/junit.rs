@@ -160,19 +160,11 @@ mod render_tests {
 
     fn failed(id: &str, level: Level) -> CheckOutcome {
         CheckOutcome {
-            id: id.into(),
-            title: String::new(),
-            level,
             requirement: "R-1".into(),
             reference: "book x.md#r-1".into(),
-            status: Status::Fail,
             expected: Some("a".into()),
             actual: Some("b".into()),
-            skip_reason: None,
-            blocked_by: None,
-            notes: vec![],
-            duration_ms: 0,
-            artifact: None,
+            ..CheckOutcome::new(id, level, Status::Fail)
         }
     }
 

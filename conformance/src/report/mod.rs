@@ -79,6 +79,29 @@ pub struct CheckOutcome {
     pub artifact: Option<String>,
 }
 
+impl CheckOutcome {
+    /// The outcome `status` of check `id` at `level`, with no detail yet: empty title,
+    /// requirement and reference, no expected/actual, skip reason, blocker, notes or artifact,
+    /// 0 ms.
+    pub fn new(id: impl Into<String>, level: Level, status: Status) -> Self {
+        CheckOutcome {
+            id: id.into(),
+            title: String::new(),
+            level,
+            requirement: String::new(),
+            reference: String::new(),
+            status,
+            expected: None,
+            actual: None,
+            skip_reason: None,
+            blocked_by: None,
+            notes: vec![],
+            duration_ms: 0,
+            artifact: None,
+        }
+    }
+}
+
 /// Counts per status.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {

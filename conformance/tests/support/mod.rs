@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each test binary uses a subset
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 
 /// The conformance crate's `tests/` folder.
@@ -79,4 +79,64 @@ pub fn example_worker(name: &str) -> PathBuf {
         "{name} --manifest printed no manifest: {out:?}"
     );
     bin
+}
+
+/// A fresh, empty directory under the system temp directory, unique to this test process:
+/// `pcconf-<prefix>-<name>-<pid>`.
+pub fn temp_dir(prefix: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pcconf-{prefix}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs the built `sandbox-conformance` binary with `args` and no stdin.
+pub fn harness(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
+}
+
+/// Runs the built `sandbox-conformance` binary with `args`, writing `stdin` (when given) to its
+/// standard input and then closing it.
+pub fn harness_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
+    piped(Command::new(env!("CARGO_BIN_EXE_sandbox-conformance")).args(args), stdin)
+}
+
+/// Runs `node validate.mjs` of the shared-validator interop project `dir` on the NDJSON
+/// `input` (one manifest a line) and returns the verdicts, one per line.
+pub fn published_verdicts(dir: &Path, input: &str) -> Vec<serde_json::Value> {
+    let out = piped(Command::new("node").arg("validate.mjs").current_dir(dir), Some(input));
+    assert!(out.status.success(), "validate.mjs failed: {}", lossy(&out.stderr));
+    lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a verdict is JSON"))
+        .collect()
+}
+
+/// Bytes as text, invalid UTF-8 replaced.
+pub fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Spawns `command` with piped stdio, writes `stdin` from a thread (so that a large input
+/// cannot deadlock against a full stdout pipe), closes it and waits for the output. The
+/// process may exit before reading (a usage error): a broken pipe is fine then.
+fn piped(command: &mut Command, stdin: Option<&str>) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the process starts");
+    let mut pipe = child.stdin.take().expect("stdin");
+    let input = stdin.unwrap_or_default().to_owned();
+    let writer = std::thread::spawn(move || {
+        let _ = std::io::Write::write_all(&mut pipe, input.as_bytes());
+    });
+    let out = child.wait_with_output().expect("the process finishes");
+    writer.join().expect("the stdin writer");
+    out
 }

@@ -187,7 +187,7 @@ async function main() {
   } else {
     packageRoot = path.join(localPluginDir, "official-sdk-fixture");
     fs.mkdirSync(path.join(packageRoot, "dist"), { recursive: true });
-    for (const f of ["worker.mjs", "package-lock.json"]) {
+    for (const f of ["worker.mjs", "worker-parts.cjs", "package-lock.json"]) {
       fs.copyFileSync(path.join(source, f), path.join(packageRoot, f));
     }
     const pkg = JSON.parse(fs.readFileSync(path.join(source, "package.json"), "utf8"));

@@ -7,11 +7,7 @@ struct P;
 
 #[provider]
 impl SandboxProvider for P {
-    async fn release_lease(
-        &self,
-        _params: ReleaseLeaseParams,
-        _cx: Context,
-    ) -> HookResult<ReleaseLeaseResult> {
+    async fn release_lease(&self, _: ReleaseLeaseParams, _: Context) -> HookResult<ReleaseLeaseResult> {
         Ok(Released::done())
     }
 }

@@ -16,33 +16,17 @@ struct AcmeConfig {
 
 #[derive(PluginManifest)]
 #[plugin(
-    id = "acme.sbx",
-    display_name = "Acme Sandbox",
-    description = "Acme sandboxes",
-    author = "Acme Inc.",
-    version = "2.0.0-beta.1",
-    categories = ["automation", "workspace"],
-    worker = "./dist/acme-worker.cjs",
-    profile = "paperclip-2026-11",
-    crate = "paperclip_sandbox_sdk",
+    id = "acme.sbx", display_name = "Acme Sandbox", description = "Acme sandboxes",
+    author = "Acme Inc.", version = "2.0.0-beta.1", categories = ["automation", "workspace"],
+    worker = "./dist/acme-worker.cjs", profile = "paperclip-2026-11", crate = "paperclip_sandbox_sdk",
 )]
 #[driver(
-    key = "acme-vm",
-    display_name = "Acme VM",
-    description = "One VM per lease.",
-    config = AcmeConfig,
+    key = "acme-vm", display_name = "Acme VM", description = "One VM per lease.", config = AcmeConfig,
     capabilities(
-        reusableLeases,
-        nativeSyncIn,
-        nativeSyncOut = true,
-        persistentProcessSessions = false,
-        incrementalSessionOutput,
-        runnerWebSocketIngress = false,
-        duplexCommandStream,
+        reusableLeases, nativeSyncIn, nativeSyncOut = true, persistentProcessSessions = false,
+        incrementalSessionOutput, runnerWebSocketIngress = false, duplexCommandStream,
     ),
-    default_acquire_timeout_ms = 86_400_000,
-    creation_operation_version = 1,
-    supports_tasks,
+    default_acquire_timeout_ms = 86_400_000, creation_operation_version = 1, supports_tasks,
 )]
 struct P;
 
@@ -69,11 +53,7 @@ impl SandboxProvider for P {
     async fn environment_task(&self, p: EnvironmentTaskParams, _: Context) -> HookResult<TaskResult> {
         Ok(TaskResult::accepted(p.task_id))
     }
-    async fn duplex_channel_open(
-        &self,
-        p: DuplexChannelOpenParams,
-        _: Context,
-    ) -> HookResult<DuplexChannelOpenResult> {
+    async fn duplex_channel_open(&self, p: DuplexChannelOpenParams, _: Context) -> HookResult<DuplexChannelOpenResult> {
         Ok(DuplexChannelOpenResult::new(p.host_route_id, "s1"))
     }
     // The raw config object, not the manifest's config type.

@@ -3,13 +3,7 @@ use paperclip_sandbox_sdk::prelude::*;
 use paperclip_sandbox_sdk::protocol::HostProfile;
 
 #[derive(PluginManifest)]
-#[plugin(
-    id = "acme.sbx",
-    display_name = "Acme",
-    description = "Acme sandboxes",
-    author = "Acme",
-    profile = "paperclip-2026-09",
-)]
+#[plugin(id = "acme.sbx", display_name = "Acme", description = "Acme sandboxes", author = "Acme", profile = "paperclip-2026-09")]
 #[driver(key = "acme", display_name = "Acme", capabilities(independentControlCommands))]
 enum P {
     Only,
