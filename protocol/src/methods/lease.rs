@@ -15,6 +15,7 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use serde_with::skip_serializing_none;
 
 /// A JSON object kept verbatim, key order preserved (`config`, `metadata`, `details`, …).
 pub type JsonObject = Map<String, Value>;
@@ -26,6 +27,7 @@ pub(crate) use wire::open_enum;
 /// The params every `environment*` method but `environmentValidateConfig` starts with
 /// (`PluginEnvironmentDriverBaseParams`, D.1). Other params types embed it with
 /// `#[serde(flatten)]`, so its keys sit at the top level of the params object.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -39,7 +41,7 @@ pub struct EnvironmentBaseParams<C = JsonObject> {
     /// The environment.
     pub environment_id: String,
     /// The issue, when the call belongs to one: absent, `null` or a string (see module docs).
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "nullable")]
     pub issue_id: Option<Option<String>>,
     /// The environment config with secrets resolved and host keys stripped (C.5).
     #[serde(default)]
@@ -83,19 +85,20 @@ impl EnvironmentBaseParams {
 
 /// A provider lease (`PluginEnvironmentLease`, D.1): the result of acquire and resume, and the
 /// `lease` the host passes back to later calls.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Lease {
     /// The provider's id of the allocation; `null` from resume means "not resumable" (D.5).
     /// Always serialized.
+    #[serialize_always]
     pub provider_lease_id: Option<String>,
     /// Provider metadata the host persists (secret-ref paths removed) and passes back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
     /// The real expiry as an ISO 8601 string: absent, `null` or a string (see module docs).
     /// Both absent and `null` mean "no expiry"; the host passes leases back with `null`.
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "nullable")]
     pub expires_at: Option<Option<String>>,
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]
@@ -236,6 +239,7 @@ impl ValidateConfigParams {
 
 /// Result of `environmentValidateConfig` (D.2). With `ok: false` the host answers HTTP 422
 /// with `errors[0]`; otherwise it persists `normalizedConfig` (or the original config).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -243,13 +247,10 @@ pub struct ValidateConfigResult {
     /// Whether the config is valid.
     pub ok: bool,
     /// Warnings shown to the operator.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
     /// Errors; the first one becomes the host's message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<String>>,
     /// The config to persist instead of the submitted one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub normalized_config: Option<JsonObject>,
 }
 
@@ -316,6 +317,7 @@ pub enum DiagnosticSeverity {
 }
 
 /// One probe diagnostic (`PluginEnvironmentDiagnostic`).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -325,10 +327,8 @@ pub struct Diagnostic {
     /// Human-readable text; never include secrets.
     pub message: String,
     /// A machine-readable code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     /// Structured details.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<JsonObject>,
 }
 
@@ -352,6 +352,7 @@ impl Diagnostic {
 }
 
 /// Result of `environmentProbe` (D.3).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -359,13 +360,10 @@ pub struct ProbeResult {
     /// Whether the provider is usable.
     pub ok: bool,
     /// A one-line summary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
     /// Diagnostics.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Vec<Diagnostic>>,
     /// Provider metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 
@@ -457,6 +455,7 @@ impl CreationOperation {
 }
 
 /// Params of `environmentAcquireLease` (D.4). Result: [`Lease`].
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -469,32 +468,23 @@ pub struct AcquireLeaseParams<C = JsonObject> {
     /// The run (a fresh UUID for ad-hoc tests).
     pub run_id: String,
     /// The execution workspace mode (host-defined string).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_mode: Option<String>,
     /// Declared; HOST-2026-09 never sends it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_cwd: Option<String>,
     /// The agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     /// The execution workspace (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_workspace_id: Option<String>,
     /// The harness of this run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter_type: Option<String>,
     /// Generic plugin-driver path only (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_workspace_settings: Option<JsonObject>,
     /// Latest time the lease may stay active (ISO 8601); bound the sandbox at or before it
     /// and return the real expiry, or return none (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_expires_at: Option<String>,
     /// The lease policy (November).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_policy: Option<LeasePolicy>,
     /// The creation operation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_operation: Option<CreationOperation>,
 }
 
@@ -521,6 +511,7 @@ impl AcquireLeaseParams {
 
 /// Params of `environmentResumeLease` (D.5). Result: [`Lease`], or
 /// [`Lease::not_resumable`].
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -533,7 +524,6 @@ pub struct ResumeLeaseParams<C = JsonObject> {
     /// The lease to resume.
     pub provider_lease_id: String,
     /// The full persisted lease metadata, host keys included.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_metadata: Option<JsonObject>,
 }
 
@@ -551,6 +541,7 @@ impl ResumeLeaseParams {
 }
 
 /// Params of `environmentReleaseLease` and `environmentDestroyLease` (D.6).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -561,18 +552,15 @@ pub struct ReleaseLeaseParams<C = JsonObject> {
     #[serde(flatten)]
     pub base: EnvironmentBaseParams<C>,
     /// The lease; `null` when the host never got one. Always serialized.
+    #[serialize_always]
     pub provider_lease_id: Option<String>,
     /// The persisted lease metadata (may hold `failedCreateCleanup`, F.3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_metadata: Option<JsonObject>,
     /// Sent only when true: terminate active work, and return a receipt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_active_work: Option<bool>,
     /// The run's status (November tests, e.g. "failed").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_status: Option<String>,
     /// What to do with the resource (November tests).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_disposition: Option<ResourceDisposition>,
 }
 

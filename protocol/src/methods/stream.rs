@@ -27,6 +27,7 @@ use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_with::skip_serializing_none;
 
 use super::lease::open_enum;
 
@@ -110,6 +111,7 @@ pub struct LoginPtyStopParams {
 }
 
 /// Params of `loginPtyClose`: close the terminal registered under `hostRouteId`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -117,7 +119,6 @@ pub struct LoginPtyCloseParams {
     /// The authoritative key.
     pub host_route_id: String,
     /// Informative only; never key the close on it (it is absent after a lost open answer).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_session_id: Option<String>,
 }
 
@@ -394,6 +395,7 @@ impl DuplexChannelStopParams {
 }
 
 /// Params of `duplexChannelClose`: close the channel registered under `hostRouteId`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -401,7 +403,6 @@ pub struct DuplexChannelCloseParams {
     /// The authoritative key.
     pub host_route_id: String,
     /// Informative only; never key the close on it (it is absent after a lost open answer).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_session_id: Option<String>,
 }
 
@@ -413,6 +414,7 @@ impl DuplexChannelCloseParams {
 }
 
 /// Result of `duplexChannelClose`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -420,7 +422,6 @@ pub struct DuplexChannelCloseResult {
     /// The close's `hostRouteId`.
     pub host_route_id: String,
     /// The bound session, echoed on a bound close; absent when none was bound yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_session_id: Option<String>,
 }
 

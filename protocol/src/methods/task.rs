@@ -15,6 +15,7 @@ use std::fmt;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 use super::lease::{JsonObject, Lease};
 use super::workspace::SecretHeader;
@@ -36,6 +37,7 @@ pub const TASK_RESPONSE_MISMATCH_MESSAGE: &str =
     "Invalid plugin-provided Runner execution response";
 
 /// Params of `environmentTask`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -46,9 +48,9 @@ pub struct EnvironmentTaskParams {
     pub company_id: String,
     /// The environment; `null` during cleanup after the environment was deleted.
     #[serde(default)]
+    #[serialize_always]
     pub environment_id: Option<String>,
     /// The issue, when the run has one (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issue_id: Option<String>,
     /// The environment config.
     #[serde(default)]
@@ -59,9 +61,11 @@ pub struct EnvironmentTaskParams {
     pub task_id: String,
     /// The run; `null` during cleanup after the run was deleted.
     #[serde(default)]
+    #[serialize_always]
     pub run_id: Option<String>,
     /// The agent, or `null`.
     #[serde(default)]
+    #[serialize_always]
     pub agent_id: Option<String>,
     /// The company-validated projects to prepare on submit; empty during cleanup.
     #[serde(default)]

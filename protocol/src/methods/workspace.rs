@@ -5,26 +5,24 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 use super::lease::{EnvironmentBaseParams, JsonObject, Lease};
 use crate::secret::Secret;
 
 /// The workspace to realize (`workspace` of D.8).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct WorkspaceSpec {
     /// The host-side path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_path: Option<String>,
     /// The sandbox-side path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_path: Option<String>,
     /// The workspace mode (host-defined string).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// Host metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]
@@ -59,6 +57,7 @@ impl RealizeWorkspaceParams {
 
 /// Result of `environmentRealizeWorkspace` (D.8). Do not return a `workspaceRealization`
 /// record; the host builds it.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -67,7 +66,6 @@ pub struct RealizeWorkspaceResult {
     /// `metadata.remoteCwd`, then `remotePath`, then `localPath`.
     pub cwd: String,
     /// Provider metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 
