@@ -9,37 +9,28 @@ use serde_with::skip_serializing_none;
 use super::lease::wire::lenient_count;
 use super::lease::{EnvironmentBaseParams, JsonObject, Lease};
 
-/// Params of `environmentExecute` (D.9).
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct ExecuteParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease to run in.
-    pub lease: Lease,
-    /// The program (for example `sh`); arguments go in `args`.
-    pub command: String,
-    /// Arguments.
-    pub args: Option<Vec<String>>,
-    /// Working directory inside the sandbox.
-    pub cwd: Option<String>,
-    /// Extra environment variables.
-    pub env: Option<BTreeMap<String, String>>,
-    /// Bytes to write to the command's stdin (base64 payloads of the exec fallback, D.9).
-    pub stdin: Option<String>,
-    /// Requested timeout in ms (fractions truncated; negative reads as absent).
-    #[serde(default, deserialize_with = "lenient_count")]
-    pub timeout_ms: Option<u64>,
-    /// Run one-shot, outside any persistent process session.
-    pub bypass_session: Option<bool>,
+params_struct! {
+    /// Params of `environmentExecute` (D.9).
+    pub struct ExecuteParams {
+        /// The lease to run in.
+        pub lease: Lease,
+        /// The program (for example `sh`); arguments go in `args`.
+        pub command: String,
+        /// Arguments.
+        pub args: Option<Vec<String>>,
+        /// Working directory inside the sandbox.
+        pub cwd: Option<String>,
+        /// Extra environment variables.
+        pub env: Option<BTreeMap<String, String>>,
+        /// Bytes to write to the command's stdin (base64 payloads of the exec fallback, D.9).
+        pub stdin: Option<String>,
+        /// Requested timeout in ms (fractions truncated; negative reads as absent).
+        #[serde(default, deserialize_with = "lenient_count")]
+        pub timeout_ms: Option<u64>,
+        /// Run one-shot, outside any persistent process session.
+        pub bypass_session: Option<bool>,
+    }
 }
-
-map_config!(base ExecuteParams { lease, command, args, cwd, env, stdin, timeout_ms, bypass_session });
 
 impl ExecuteParams {
     /// Params running `command` in `lease` with every optional field absent.

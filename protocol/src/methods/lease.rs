@@ -282,19 +282,11 @@ impl ValidateConfigResult {
     }
 }
 
-/// Params of `environmentProbe` (D.3): the base params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct ProbeParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
+params_struct! {
+    /// Params of `environmentProbe` (D.3): the base params.
+    pub struct ProbeParams {
+    }
 }
-
-map_config!(base ProbeParams {});
 
 impl ProbeParams {
     /// Probe params from base params.
@@ -454,41 +446,32 @@ impl CreationOperation {
     }
 }
 
-/// Params of `environmentAcquireLease` (D.4). Result: [`Lease`].
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct AcquireLeaseParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The run (a fresh UUID for ad-hoc tests).
-    pub run_id: String,
-    /// The execution workspace mode (host-defined string).
-    pub workspace_mode: Option<String>,
-    /// Declared; HOST-2026-09 never sends it.
-    pub requested_cwd: Option<String>,
-    /// The agent.
-    pub agent_id: Option<String>,
-    /// The execution workspace (`null` reads as absent).
-    pub execution_workspace_id: Option<String>,
-    /// The harness of this run.
-    pub adapter_type: Option<String>,
-    /// Generic plugin-driver path only (`null` reads as absent).
-    pub execution_workspace_settings: Option<JsonObject>,
-    /// Latest time the lease may stay active (ISO 8601); bound the sandbox at or before it
-    /// and return the real expiry, or return none (`null` reads as absent).
-    pub requested_expires_at: Option<String>,
-    /// The lease policy (November).
-    pub lease_policy: Option<LeasePolicy>,
-    /// The creation operation.
-    pub creation_operation: Option<CreationOperation>,
+params_struct! {
+    /// Params of `environmentAcquireLease` (D.4). Result: [`Lease`].
+    pub struct AcquireLeaseParams {
+        /// The run (a fresh UUID for ad-hoc tests).
+        pub run_id: String,
+        /// The execution workspace mode (host-defined string).
+        pub workspace_mode: Option<String>,
+        /// Declared; HOST-2026-09 never sends it.
+        pub requested_cwd: Option<String>,
+        /// The agent.
+        pub agent_id: Option<String>,
+        /// The execution workspace (`null` reads as absent).
+        pub execution_workspace_id: Option<String>,
+        /// The harness of this run.
+        pub adapter_type: Option<String>,
+        /// Generic plugin-driver path only (`null` reads as absent).
+        pub execution_workspace_settings: Option<JsonObject>,
+        /// Latest time the lease may stay active (ISO 8601); bound the sandbox at or before it
+        /// and return the real expiry, or return none (`null` reads as absent).
+        pub requested_expires_at: Option<String>,
+        /// The lease policy (November).
+        pub lease_policy: Option<LeasePolicy>,
+        /// The creation operation.
+        pub creation_operation: Option<CreationOperation>,
+    }
 }
-
-map_config!(base AcquireLeaseParams { run_id, workspace_mode, requested_cwd, agent_id, execution_workspace_id, adapter_type, execution_workspace_settings, requested_expires_at, lease_policy, creation_operation });
 
 impl AcquireLeaseParams {
     /// Params for `run_id` with every optional field absent.
@@ -509,25 +492,16 @@ impl AcquireLeaseParams {
     }
 }
 
-/// Params of `environmentResumeLease` (D.5). Result: [`Lease`], or
-/// [`Lease::not_resumable`].
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct ResumeLeaseParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease to resume.
-    pub provider_lease_id: String,
-    /// The full persisted lease metadata, host keys included.
-    pub lease_metadata: Option<JsonObject>,
+params_struct! {
+    /// Params of `environmentResumeLease` (D.5). Result: [`Lease`], or
+    /// [`Lease::not_resumable`].
+    pub struct ResumeLeaseParams {
+        /// The lease to resume.
+        pub provider_lease_id: String,
+        /// The full persisted lease metadata, host keys included.
+        pub lease_metadata: Option<JsonObject>,
+    }
 }
-
-map_config!(base ResumeLeaseParams { provider_lease_id, lease_metadata });
 
 impl ResumeLeaseParams {
     /// Params for `provider_lease_id` without metadata.
@@ -540,31 +514,22 @@ impl ResumeLeaseParams {
     }
 }
 
-/// Params of `environmentReleaseLease` and `environmentDestroyLease` (D.6).
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct ReleaseLeaseParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease; `null` when the host never got one. Always serialized.
-    #[serialize_always]
-    pub provider_lease_id: Option<String>,
-    /// The persisted lease metadata (may hold `failedCreateCleanup`, F.3).
-    pub lease_metadata: Option<JsonObject>,
-    /// Sent only when true: terminate active work, and return a receipt.
-    pub cancel_active_work: Option<bool>,
-    /// The run's status (November tests, e.g. "failed").
-    pub run_status: Option<String>,
-    /// What to do with the resource (November tests).
-    pub resource_disposition: Option<ResourceDisposition>,
+params_struct! {
+    /// Params of `environmentReleaseLease` and `environmentDestroyLease` (D.6).
+    pub struct ReleaseLeaseParams {
+        /// The lease; `null` when the host never got one. Always serialized.
+        #[serialize_always]
+        pub provider_lease_id: Option<String>,
+        /// The persisted lease metadata (may hold `failedCreateCleanup`, F.3).
+        pub lease_metadata: Option<JsonObject>,
+        /// Sent only when true: terminate active work, and return a receipt.
+        pub cancel_active_work: Option<bool>,
+        /// The run's status (November tests, e.g. "failed").
+        pub run_status: Option<String>,
+        /// What to do with the resource (November tests).
+        pub resource_disposition: Option<ResourceDisposition>,
+    }
 }
-
-map_config!(base ReleaseLeaseParams { provider_lease_id, lease_metadata, cancel_active_work, run_status, resource_disposition });
 
 impl ReleaseLeaseParams {
     /// Params for `provider_lease_id` with every optional field absent.

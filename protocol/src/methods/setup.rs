@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
 
 use super::lease::wire::lenient_count;
-use super::lease::{open_enum, EnvironmentBaseParams, JsonObject};
+use super::lease::{open_enum, JsonObject};
 use crate::secret::Secret;
 
 /// Status of an interactive setup session.
@@ -190,85 +190,58 @@ impl InteractiveSetupSession {
     }
 }
 
-/// Params of `environmentStartInteractiveSetup`.
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct StartInteractiveSetupParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The host's session id.
-    pub session_id: String,
-    /// Template to start from (`null` reads as absent).
-    pub source_template_ref: Option<String>,
-    /// Its kind (`null` reads as absent).
-    pub source_template_kind: Option<TemplateKind>,
-    /// Lifetime of the connection details, minutes.
-    #[serde(default, deserialize_with = "lenient_count")]
-    pub connection_expires_in_minutes: Option<u64>,
-    /// Session expiry, ISO 8601 (`null` reads as absent).
-    pub expires_at: Option<String>,
+params_struct! {
+    /// Params of `environmentStartInteractiveSetup`.
+    pub struct StartInteractiveSetupParams {
+        /// The host's session id.
+        pub session_id: String,
+        /// Template to start from (`null` reads as absent).
+        pub source_template_ref: Option<String>,
+        /// Its kind (`null` reads as absent).
+        pub source_template_kind: Option<TemplateKind>,
+        /// Lifetime of the connection details, minutes.
+        #[serde(default, deserialize_with = "lenient_count")]
+        pub connection_expires_in_minutes: Option<u64>,
+        /// Session expiry, ISO 8601 (`null` reads as absent).
+        pub expires_at: Option<String>,
+    }
 }
 
-map_config!(base StartInteractiveSetupParams { session_id, source_template_ref, source_template_kind, connection_expires_in_minutes, expires_at });
-
-/// Params of `environmentGetInteractiveSetup`.
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct GetInteractiveSetupParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The setup sandbox; always serialized.
-    #[serialize_always]
-    pub provider_lease_id: Option<String>,
-    /// The session's metadata.
-    pub setup_metadata: Option<JsonObject>,
-    /// Whether to include the clear connection payload.
-    pub include_connection_payload: Option<bool>,
-    /// Lifetime of the connection details, minutes.
-    #[serde(default, deserialize_with = "lenient_count")]
-    pub connection_expires_in_minutes: Option<u64>,
+params_struct! {
+    /// Params of `environmentGetInteractiveSetup`.
+    pub struct GetInteractiveSetupParams {
+        /// The setup sandbox; always serialized.
+        #[serialize_always]
+        pub provider_lease_id: Option<String>,
+        /// The session's metadata.
+        pub setup_metadata: Option<JsonObject>,
+        /// Whether to include the clear connection payload.
+        pub include_connection_payload: Option<bool>,
+        /// Lifetime of the connection details, minutes.
+        #[serde(default, deserialize_with = "lenient_count")]
+        pub connection_expires_in_minutes: Option<u64>,
+    }
 }
 
-map_config!(base GetInteractiveSetupParams { provider_lease_id, setup_metadata, include_connection_payload, connection_expires_in_minutes });
-
-/// Params of `environmentCaptureTemplate`.
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct CaptureTemplateParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The setup sandbox; always serialized.
-    #[serialize_always]
-    pub provider_lease_id: Option<String>,
-    /// The session's metadata.
-    pub setup_metadata: Option<JsonObject>,
-    /// The template the session started from.
-    pub source_template_ref: Option<String>,
-    /// The template this capture replaces.
-    pub previous_template_ref: Option<String>,
-    /// A label for the new template.
-    pub template_label: Option<String>,
-    /// Requested timeout, ms.
-    #[serde(default, deserialize_with = "lenient_count")]
-    pub timeout_ms: Option<u64>,
+params_struct! {
+    /// Params of `environmentCaptureTemplate`.
+    pub struct CaptureTemplateParams {
+        /// The setup sandbox; always serialized.
+        #[serialize_always]
+        pub provider_lease_id: Option<String>,
+        /// The session's metadata.
+        pub setup_metadata: Option<JsonObject>,
+        /// The template the session started from.
+        pub source_template_ref: Option<String>,
+        /// The template this capture replaces.
+        pub previous_template_ref: Option<String>,
+        /// A label for the new template.
+        pub template_label: Option<String>,
+        /// Requested timeout, ms.
+        #[serde(default, deserialize_with = "lenient_count")]
+        pub timeout_ms: Option<u64>,
+    }
 }
-
-map_config!(base CaptureTemplateParams { provider_lease_id, setup_metadata, source_template_ref, previous_template_ref, template_label, timeout_ms });
 
 /// Result of `environmentCaptureTemplate`.
 #[skip_serializing_none]
@@ -291,27 +264,18 @@ impl CaptureTemplateResult {
     }
 }
 
-/// Params of `environmentCancelInteractiveSetup`.
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct CancelInteractiveSetupParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The setup sandbox; always serialized.
-    #[serialize_always]
-    pub provider_lease_id: Option<String>,
-    /// The session's metadata.
-    pub setup_metadata: Option<JsonObject>,
-    /// Why (`null` reads as absent).
-    pub reason: Option<String>,
+params_struct! {
+    /// Params of `environmentCancelInteractiveSetup`.
+    pub struct CancelInteractiveSetupParams {
+        /// The setup sandbox; always serialized.
+        #[serialize_always]
+        pub provider_lease_id: Option<String>,
+        /// The session's metadata.
+        pub setup_metadata: Option<JsonObject>,
+        /// Why (`null` reads as absent).
+        pub reason: Option<String>,
+    }
 }
-
-map_config!(base CancelInteractiveSetupParams { provider_lease_id, setup_metadata, reason });
 
 /// Result of `environmentCancelInteractiveSetup`.
 #[skip_serializing_none]
@@ -332,28 +296,19 @@ impl CancelInteractiveSetupResult {
     }
 }
 
-/// Params of `environmentDeleteTemplate`.
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct DeleteTemplateParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The template to delete.
-    pub template_ref: String,
-    /// Its kind.
-    pub template_kind: Option<TemplateKind>,
-    /// Template metadata.
-    pub metadata: Option<JsonObject>,
-    /// Why (`null` reads as absent).
-    pub reason: Option<String>,
+params_struct! {
+    /// Params of `environmentDeleteTemplate`.
+    pub struct DeleteTemplateParams {
+        /// The template to delete.
+        pub template_ref: String,
+        /// Its kind.
+        pub template_kind: Option<TemplateKind>,
+        /// Template metadata.
+        pub metadata: Option<JsonObject>,
+        /// Why (`null` reads as absent).
+        pub reason: Option<String>,
+    }
 }
-
-map_config!(base DeleteTemplateParams { template_ref, template_kind, metadata, reason });
 
 /// Result of `environmentDeleteTemplate`.
 #[skip_serializing_none]

@@ -24,29 +24,20 @@ pub const MINIMUM_TIMEOUT_MS_MIN: u64 = 1;
 /// The largest valid `minimumTimeoutMs` (30 minutes).
 pub const MINIMUM_TIMEOUT_MS_MAX: u64 = 1_800_000;
 
-/// Params of `environmentSyncIn` and `environmentSyncOut` (D.10).
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct SyncParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease.
-    pub lease: Lease,
-    /// Operations, applied strictly in order.
-    pub operations: Vec<SyncOperation>,
-    /// The raw `minimumTimeoutMs` (`paperclip-2026-11`); a present `null` is `Some(Null)`.
-    /// Read it with [`SyncParams::minimum_timeout_ms`].
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "u64", range(min = 1, max = 1_800_000))]
-    pub minimum_timeout_ms: Option<Value>,
+params_struct! {
+    /// Params of `environmentSyncIn` and `environmentSyncOut` (D.10).
+    pub struct SyncParams {
+        /// The lease.
+        pub lease: Lease,
+        /// Operations, applied strictly in order.
+        pub operations: Vec<SyncOperation>,
+        /// The raw `minimumTimeoutMs` (`paperclip-2026-11`); a present `null` is `Some(Null)`.
+        /// Read it with [`SyncParams::minimum_timeout_ms`].
+        #[serde(default, deserialize_with = "present")]
+        #[schemars(with = "u64", range(min = 1, max = 1_800_000))]
+        pub minimum_timeout_ms: Option<Value>,
+    }
 }
-
-map_config!(base SyncParams { lease, operations, minimum_timeout_ms });
 
 /// Params of `environmentSyncIn`.
 pub type SyncInParams<C = JsonObject> = SyncParams<C>;

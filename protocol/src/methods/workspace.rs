@@ -29,24 +29,16 @@ pub struct WorkspaceSpec {
     pub extra: JsonObject,
 }
 
-/// Params of `environmentRealizeWorkspace` (D.8).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct RealizeWorkspaceParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease.
-    pub lease: Lease,
-    /// The workspace.
-    #[serde(default)]
-    pub workspace: WorkspaceSpec,
+params_struct! {
+    /// Params of `environmentRealizeWorkspace` (D.8).
+    pub struct RealizeWorkspaceParams {
+        /// The lease.
+        pub lease: Lease,
+        /// The workspace.
+        #[serde(default)]
+        pub workspace: WorkspaceSpec,
+    }
 }
-
-map_config!(base RealizeWorkspaceParams { lease, workspace });
 
 impl RealizeWorkspaceParams {
     /// Params for `workspace` in `lease`.
@@ -82,25 +74,17 @@ impl RealizeWorkspaceResult {
     }
 }
 
-/// Params of `environmentRunnerIngressEndpoint` (D.11).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct RunnerIngressEndpointParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease.
-    pub lease: Lease,
-    /// The sandbox port the runner listens on.
-    pub port: u16,
-    /// The URL path; the endpoint's pathname must equal it.
-    pub path: String,
+params_struct! {
+    /// Params of `environmentRunnerIngressEndpoint` (D.11).
+    pub struct RunnerIngressEndpointParams {
+        /// The lease.
+        pub lease: Lease,
+        /// The sandbox port the runner listens on.
+        pub port: u16,
+        /// The URL path; the endpoint's pathname must equal it.
+        pub path: String,
+    }
 }
-
-map_config!(base RunnerIngressEndpointParams { lease, port, path });
 
 impl RunnerIngressEndpointParams {
     /// Params for `port` and `path` in `lease`.
