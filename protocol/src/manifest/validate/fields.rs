@@ -10,17 +10,20 @@ use crate::manifest::report::code;
 
 const CRON_MESSAGE: &str = "schedule must be a valid 5-field cron expression (e.g. '*/15 * * * *')";
 
-/// Array fields whose element contents this validator does not check.
-pub(crate) const UNCHECKED_ARRAYS: &[&str] = &[
-    "apiRoutes",
-    "agents",
-    "projects",
-    "routines",
-    "skills",
-    "localFolders",
-    "objectReferences",
-    "launchers",
-];
+/// True for the array fields whose element contents this validator does not check.
+pub(crate) fn is_unchecked_array(key: &str) -> bool {
+    matches!(
+        key,
+        "apiRoutes"
+            | "agents"
+            | "projects"
+            | "routines"
+            | "skills"
+            | "localFolders"
+            | "objectReferences"
+            | "launchers"
+    )
+}
 
 /// `jobs`: `{jobKey, displayName, description?, schedule?}`.
 pub(crate) fn check_jobs(cx: &mut Ctx, v: &Value) {
