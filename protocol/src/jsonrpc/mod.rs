@@ -398,8 +398,8 @@ fn quote_utf16(s: &str, max: usize) -> String {
 }
 
 /// JavaScript's `String.prototype.trim` white space (ASCII white space, NBSP, BOM, line
-/// terminators and the Unicode space separators).
-fn is_js_whitespace(c: char) -> bool {
+/// terminators and the Unicode space separators); also JavaScript's regex `\s`.
+pub(crate) fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
         '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
