@@ -10,8 +10,6 @@
 //! [`Lease::provider_lease_id`] is an `Option<T>` that is always serialized (`null` for `None`).
 //! Every other optional field reads `null` as absent and is omitted when `None`.
 
-use std::fmt;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -135,26 +133,20 @@ impl Lease {
     }
 }
 
-/// The state a termination receipt confirms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum TerminationState {
-    /// Execution ended; the allocation (and its files) still exist.
-    Stopped,
-    /// The allocation is gone.
-    Destroyed,
+wire_enum! {
+    /// The state a termination receipt confirms.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    #[non_exhaustive]
+    pub enum TerminationState {
+        /// Execution ended; the allocation (and its files) still exist.
+        Stopped = "stopped",
+        /// The allocation is gone.
+        Destroyed = "destroyed",
+    }
 }
 
 impl TerminationState {
-    /// The wire value.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            TerminationState::Stopped => "stopped",
-            TerminationState::Destroyed => "destroyed",
-        }
-    }
-
     /// The state of a wire value.
     pub fn from_wire(s: &str) -> Option<Self> {
         match s {
@@ -162,12 +154,6 @@ impl TerminationState {
             "destroyed" => Some(TerminationState::Destroyed),
             _ => None,
         }
-    }
-}
-
-impl fmt::Display for TerminationState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -11,8 +11,6 @@
 //! [`TaskOperation::validate`], [`TaskResult::validate`] and, for the pairing,
 //! [`TaskResult::check_answers`]. A driver offers tasks by declaring `supportsTasks: true`.
 
-use std::fmt;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
@@ -152,41 +150,23 @@ pub enum TaskOperation {
     Stop {},
 }
 
-/// The kind of a [`TaskOperation`] or [`TaskResult`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum TaskKind {
-    /// `submit`.
-    Submit,
-    /// `status` (an operation and a result kind).
-    Status,
-    /// `connection` (an operation and a result kind).
-    Connection,
-    /// `complete`.
-    Complete,
-    /// `stop`.
-    Stop,
-    /// `accepted` (a result kind).
-    Accepted,
-}
-
-impl TaskKind {
-    /// The wire string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskKind::Submit => "submit",
-            TaskKind::Status => "status",
-            TaskKind::Connection => "connection",
-            TaskKind::Complete => "complete",
-            TaskKind::Stop => "stop",
-            TaskKind::Accepted => "accepted",
-        }
-    }
-}
-
-impl fmt::Display for TaskKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+wire_enum! {
+    /// The kind of a [`TaskOperation`] or [`TaskResult`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum TaskKind {
+        /// `submit`.
+        Submit = "submit",
+        /// `status` (an operation and a result kind).
+        Status = "status",
+        /// `connection` (an operation and a result kind).
+        Connection = "connection",
+        /// `complete`.
+        Complete = "complete",
+        /// `stop`.
+        Stop = "stop",
+        /// `accepted` (a result kind).
+        Accepted = "accepted",
     }
 }
 
