@@ -17,7 +17,8 @@
 //! | [`schema`] | JSON Schemas of every message and the manifest |
 
 /// An enum of wire strings, written once: the enum (with the caller's attributes), `as_str`
-/// (the wire value) and `Display`. The short form `Name { Variant = "wire", … }` is an
+/// (the wire value) and `Display`, plus the array `ALL` of every variant when `const ALL;`
+/// follows the enum. The short form `Name { Variant = "wire", … }` is an
 /// allowlist: it also derives the value traits and adds `ALL` and `from_wire`.
 macro_rules! wire_enum {
     (
@@ -40,6 +41,22 @@ macro_rules! wire_enum {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 f.write_str(self.as_str())
             }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident { $( $(#[$vmeta:meta])* $variant:ident = $wire:literal, )* }
+        $(#[$all_meta:meta])*
+        const ALL;
+    ) => {
+        wire_enum! {
+            $(#[$meta])*
+            pub enum $name { $( $(#[$vmeta])* $variant = $wire, )* }
+        }
+
+        impl $name {
+            $(#[$all_meta])*
+            pub const ALL: [$name; [$($name::$variant,)*].len()] = [$($name::$variant,)*];
         }
     };
     ($(#[$meta:meta])* $name:ident { $( $(#[$vmeta:meta])* $variant:ident = $wire:literal, )* }) => {

@@ -32,17 +32,8 @@ wire_enum! {
         /// `sentinel`: checking the workspace sentinel.
         Sentinel = "sentinel",
     }
-}
-
-impl AcquisitionPhase {
     /// Every phase, in the order of the allowlist.
-    pub const ALL: [AcquisitionPhase; 5] = [
-        AcquisitionPhase::Create,
-        AcquisitionPhase::Workspace,
-        AcquisitionPhase::Shell,
-        AcquisitionPhase::Expiry,
-        AcquisitionPhase::Sentinel,
-    ];
+    const ALL;
 }
 
 impl FromStr for AcquisitionPhase {

@@ -40,18 +40,11 @@ wire_enum! {
         /// `busy`: the provider asks for a retry (for example while the sandbox is being deleted).
         Busy = "busy",
     }
+    /// Every reason.
+    const ALL;
 }
 
 impl StopErrorReason {
-    /// Every reason.
-    pub const ALL: [StopErrorReason; 5] = [
-        StopErrorReason::Unrecoverable,
-        StopErrorReason::RecoveryFailed,
-        StopErrorReason::RecoveryIncomplete,
-        StopErrorReason::PolicyUnconfirmed,
-        StopErrorReason::Busy,
-    ];
-
     /// The reason of a wire string, if known.
     pub fn from_wire(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|r| r.as_str() == s)
