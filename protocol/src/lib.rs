@@ -78,6 +78,19 @@ macro_rules! wire_enum {
     };
 }
 
+/// `From` impls written as one conversion each: `impl_from!(Target { Source => |v| expr, … })`.
+macro_rules! impl_from {
+    ($target:ty { $( $source:ty => |$v:ident| $body:expr ),* $(,)? }) => {
+        $(
+            impl From<$source> for $target {
+                fn from($v: $source) -> Self {
+                    $body
+                }
+            }
+        )*
+    };
+}
+
 pub mod capabilities;
 pub mod envelope;
 pub mod error_code;

@@ -594,17 +594,10 @@ impl Released {
     }
 }
 
-impl From<TerminationReceipt> for Released {
-    fn from(receipt: TerminationReceipt) -> Self {
-        Released { receipt: Some(receipt) }
-    }
-}
-
-impl From<Option<TerminationReceipt>> for Released {
-    fn from(receipt: Option<TerminationReceipt>) -> Self {
-        Released { receipt }
-    }
-}
+impl_from!(Released {
+    TerminationReceipt => |receipt| Released { receipt: Some(receipt) },
+    Option<TerminationReceipt> => |receipt| Released { receipt },
+});
 
 /// The answer of `environmentDestroyLease` (the same shape as a release's).
 pub type Destroyed = Released;

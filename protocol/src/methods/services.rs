@@ -90,29 +90,12 @@ pub enum AttributeValue {
     Bool(bool),
 }
 
-impl From<&str> for AttributeValue {
-    fn from(v: &str) -> Self {
-        AttributeValue::String(v.to_owned())
-    }
-}
-
-impl From<String> for AttributeValue {
-    fn from(v: String) -> Self {
-        AttributeValue::String(v)
-    }
-}
-
-impl From<f64> for AttributeValue {
-    fn from(v: f64) -> Self {
-        AttributeValue::Number(v)
-    }
-}
-
-impl From<bool> for AttributeValue {
-    fn from(v: bool) -> Self {
-        AttributeValue::Bool(v)
-    }
-}
+impl_from!(AttributeValue {
+    &str => |v| AttributeValue::String(v.to_owned()),
+    String => |v| AttributeValue::String(v),
+    f64 => |v| AttributeValue::Number(v),
+    bool => |v| AttributeValue::Bool(v),
+});
 
 /// The status of a span.
 #[skip_serializing_none]

@@ -242,23 +242,11 @@ impl fmt::Debug for ChannelBytes {
     }
 }
 
-impl From<Vec<u8>> for ChannelBytes {
-    fn from(v: Vec<u8>) -> Self {
-        ChannelBytes(v)
-    }
-}
-
-impl From<&str> for ChannelBytes {
-    fn from(v: &str) -> Self {
-        ChannelBytes(v.as_bytes().to_vec())
-    }
-}
-
-impl From<&[u8]> for ChannelBytes {
-    fn from(v: &[u8]) -> Self {
-        ChannelBytes(v.to_vec())
-    }
-}
+impl_from!(ChannelBytes {
+    Vec<u8> => |v| ChannelBytes(v),
+    &str => |v| ChannelBytes(v.as_bytes().to_vec()),
+    &[u8] => |v| ChannelBytes(v.to_vec()),
+});
 
 impl Serialize for ChannelBytes {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
