@@ -116,12 +116,29 @@ impl Id {
     }
 }
 
-impl_from!(Id {
-    u64 => |n| Id::Number(n.into()),
-    i64 => |n| Id::Number(n.into()),
-    &str => |s| Id::String(s.to_owned()),
-    String => |s| Id::String(s),
-});
+impl From<u64> for Id {
+    fn from(n: u64) -> Id {
+        Id::Number(n.into())
+    }
+}
+
+impl From<i64> for Id {
+    fn from(n: i64) -> Id {
+        Id::Number(n.into())
+    }
+}
+
+impl From<&str> for Id {
+    fn from(s: &str) -> Id {
+        Id::String(s.to_owned())
+    }
+}
+
+impl From<String> for Id {
+    fn from(s: String) -> Id {
+        Id::String(s)
+    }
+}
 
 impl fmt::Display for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -703,11 +720,23 @@ impl Serialize for Message {
     }
 }
 
-impl_from!(Message {
-    Request => |r| Message::Request(r),
-    Notification => |n| Message::Notification(n),
-    Response => |r| Message::Response(r),
-});
+impl From<Request> for Message {
+    fn from(r: Request) -> Message {
+        Message::Request(r)
+    }
+}
+
+impl From<Notification> for Message {
+    fn from(n: Notification) -> Message {
+        Message::Notification(n)
+    }
+}
+
+impl From<Response> for Message {
+    fn from(r: Response) -> Message {
+        Message::Response(r)
+    }
+}
 
 mod raw;
 #[cfg(test)]
