@@ -2,101 +2,73 @@
 
 use std::fmt;
 
-/// A JSON-RPC error code known to the Paperclip protocol.
-///
-/// The wire carries a bare integer ([`crate::jsonrpc::ErrorObject::code`]); this enum names the
-/// integers the host and the published SDK give a meaning to. A provider may answer any other
-/// integer, which the host passes through unchanged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorCode {
+/// The named codes, written once: the enum, [`ErrorCode::ALL`] (in this order),
+/// [`ErrorCode::code`] and [`ErrorCode::name`].
+macro_rules! error_codes {
+    ($( $(#[$doc:meta])* $variant:ident = $code:literal, $name:literal; )*) => {
+        /// A JSON-RPC error code known to the Paperclip protocol.
+        ///
+        /// The wire carries a bare integer ([`crate::jsonrpc::ErrorObject::code`]); this enum
+        /// names the integers the host and the published SDK give a meaning to. A provider may
+        /// answer any other integer, which the host passes through unchanged.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl ErrorCode {
+            /// Every named code, in the order of the published SDK's `PLUGIN_RPC_ERROR_CODES`.
+            pub const ALL: [ErrorCode; [$(ErrorCode::$variant,)*].len()] =
+                [$(ErrorCode::$variant,)*];
+
+            /// The integer on the wire.
+            pub const fn code(self) -> i64 {
+                match self { $( ErrorCode::$variant => $code, )* }
+            }
+
+            /// The constant name used by the published SDK (`PARSE_ERROR`,
+            /// `METHOD_NOT_IMPLEMENTED`, …).
+            pub const fn name(self) -> &'static str {
+                match self { $( ErrorCode::$variant => $name, )* }
+            }
+        }
+    };
+}
+
+error_codes! {
     /// `-32700`: the line is not valid JSON or not a JSON-RPC 2.0 object.
-    ParseError,
+    ParseError = -32700, "PARSE_ERROR";
     /// `-32600`: the message is not a valid request (also: an oversize frame, D10).
-    InvalidRequest,
+    InvalidRequest = -32600, "INVALID_REQUEST";
     /// `-32601`: the method is not known to the worker at all.
-    MethodNotFound,
+    MethodNotFound = -32601, "METHOD_NOT_FOUND";
     /// `-32602`: the params are malformed (for example an invalid `minimumTimeoutMs`, D7).
-    InvalidParams,
+    InvalidParams = -32602, "INVALID_PARAMS";
     /// `-32603`: an internal error (for example a handler that panicked).
-    InternalError,
+    InternalError = -32603, "INTERNAL_ERROR";
     /// `-32000`: the worker process is not available (host side).
-    WorkerUnavailable,
+    WorkerUnavailable = -32000, "WORKER_UNAVAILABLE";
     /// `-32001`: the plugin lacks the manifest capability for a call.
-    CapabilityDenied,
+    CapabilityDenied = -32001, "CAPABILITY_DENIED";
     /// `-32002`: a handler failed without a numeric code of its own.
-    WorkerError,
+    WorkerError = -32002, "WORKER_ERROR";
     /// `-32003`: the call timed out.
-    Timeout,
+    Timeout = -32003, "TIMEOUT";
     /// `-32004`: a known method whose hook the plugin does not implement.
-    MethodNotImplemented,
+    MethodNotImplemented = -32004, "METHOD_NOT_IMPLEMENTED";
     /// `-32005`: a worker→host call outside the invocation's scope.
-    InvocationScopeDenied,
+    InvocationScopeDenied = -32005, "INVOCATION_SCOPE_DENIED";
     /// `-32006`: a config read across tenants.
-    CrossTenantConfig,
+    CrossTenantConfig = -32006, "CROSS_TENANT_CONFIG";
     /// `-32099`: an unknown plugin error.
-    Unknown,
+    Unknown = -32099, "UNKNOWN";
 }
 
 impl ErrorCode {
-    /// Every named code, in the order of the published SDK's `PLUGIN_RPC_ERROR_CODES`.
-    pub const ALL: [ErrorCode; 13] = [
-        ErrorCode::ParseError,
-        ErrorCode::InvalidRequest,
-        ErrorCode::MethodNotFound,
-        ErrorCode::InvalidParams,
-        ErrorCode::InternalError,
-        ErrorCode::WorkerUnavailable,
-        ErrorCode::CapabilityDenied,
-        ErrorCode::WorkerError,
-        ErrorCode::Timeout,
-        ErrorCode::MethodNotImplemented,
-        ErrorCode::InvocationScopeDenied,
-        ErrorCode::CrossTenantConfig,
-        ErrorCode::Unknown,
-    ];
-
-    /// The integer on the wire.
-    pub const fn code(self) -> i64 {
-        match self {
-            ErrorCode::ParseError => -32700,
-            ErrorCode::InvalidRequest => -32600,
-            ErrorCode::MethodNotFound => -32601,
-            ErrorCode::InvalidParams => -32602,
-            ErrorCode::InternalError => -32603,
-            ErrorCode::WorkerUnavailable => -32000,
-            ErrorCode::CapabilityDenied => -32001,
-            ErrorCode::WorkerError => -32002,
-            ErrorCode::Timeout => -32003,
-            ErrorCode::MethodNotImplemented => -32004,
-            ErrorCode::InvocationScopeDenied => -32005,
-            ErrorCode::CrossTenantConfig => -32006,
-            ErrorCode::Unknown => -32099,
-        }
-    }
-
     /// The code for a wire integer, if it is one of the named codes.
     pub fn from_code(code: i64) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.code() == code)
-    }
-
-    /// The constant name used by the published SDK (`PARSE_ERROR`, `METHOD_NOT_IMPLEMENTED`, …).
-    pub const fn name(self) -> &'static str {
-        match self {
-            ErrorCode::ParseError => "PARSE_ERROR",
-            ErrorCode::InvalidRequest => "INVALID_REQUEST",
-            ErrorCode::MethodNotFound => "METHOD_NOT_FOUND",
-            ErrorCode::InvalidParams => "INVALID_PARAMS",
-            ErrorCode::InternalError => "INTERNAL_ERROR",
-            ErrorCode::WorkerUnavailable => "WORKER_UNAVAILABLE",
-            ErrorCode::CapabilityDenied => "CAPABILITY_DENIED",
-            ErrorCode::WorkerError => "WORKER_ERROR",
-            ErrorCode::Timeout => "TIMEOUT",
-            ErrorCode::MethodNotImplemented => "METHOD_NOT_IMPLEMENTED",
-            ErrorCode::InvocationScopeDenied => "INVOCATION_SCOPE_DENIED",
-            ErrorCode::CrossTenantConfig => "CROSS_TENANT_CONFIG",
-            ErrorCode::Unknown => "UNKNOWN",
-        }
     }
 
     /// True for the Paperclip plugin codes (`PLUGIN_RPC_ERROR_CODES`), which a host handler may

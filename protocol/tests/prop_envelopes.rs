@@ -20,20 +20,13 @@ use paperclip_sandbox_protocol::timeouts::is_transient_resume_failure;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
-/// Key names that reach the interesting branches, plus secrets that must never cross.
+/// Key names that reach the interesting branches (with [`OWNERSHIP_KEYS`]), plus secrets that
+/// must never cross.
 const KEYS: &[&str] = &[
     "schema",
     "cleanup",
     "data",
     "acquisitionDiagnostic",
-    "providerLeaseId",
-    "observedProviderLeaseId",
-    "companyId",
-    "environmentId",
-    "runId",
-    "attemptId",
-    "accountFingerprint",
-    "labels",
     "paperclip-provider",
     "paperclip-a",
     "phase",
@@ -88,7 +81,8 @@ const STRINGS: &[&str] = &[
 ];
 
 fn arb_key() -> impl Strategy<Value = String> {
-    prop_oneof![3 => prop::sample::select(KEYS).prop_map(str::to_owned), 1 => "\\PC{0,8}"]
+    let keys: Vec<&str> = KEYS.iter().chain(OWNERSHIP_KEYS).copied().collect();
+    prop_oneof![3 => prop::sample::select(keys).prop_map(str::to_owned), 1 => "\\PC{0,8}"]
 }
 
 fn arb_json() -> impl Strategy<Value = Value> {
@@ -157,14 +151,9 @@ fn check_ownership(ownership: &Ownership) {
     let json = ownership.to_json();
     let row = json.as_object().unwrap();
     assert!(row.keys().all(|k| OWNERSHIP_KEYS.contains(&k.as_str())), "{json}");
-    for key in [
-        "providerLeaseId",
-        "observedProviderLeaseId",
-        "companyId",
-        "environmentId",
-        "runId",
-        "attemptId",
-    ] {
+    let identifiers =
+        OWNERSHIP_KEYS.iter().copied().filter(|k| !matches!(*k, "accountFingerprint" | "labels"));
+    for key in identifiers {
         if let Some(v) = row.get(key) {
             assert!(is_identifier(v.as_str().unwrap()), "{key}");
         }

@@ -1,29 +1,17 @@
 //! Property tests: the manifest validator never panics and `valid == errors.is_empty()`, on
 //! arbitrary JSON and on mutations of the base manifest, in both profiles.
 
-use paperclip_sandbox_protocol::manifest::validate;
+use paperclip_sandbox_protocol::manifest::{validate, TOP_LEVEL_FIELDS};
 use paperclip_sandbox_protocol::HostProfile;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
-fn base() -> Value {
-    json!({"id":"acme.rust-sandbox","apiVersion":1,"version":"0.1.0","displayName":"Rust Sandbox",
-        "description":"test","author":"Acme","categories":["automation"],
-        "capabilities":["environment.drivers.register"],"entrypoints":{"worker":"./dist/worker.js"},
-        "environmentDrivers":[{"driverKey":"rust-sbx","kind":"sandbox_provider","displayName":"Rust SBX",
-            "configSchema":{"type":"object","properties":{}}}]})
-}
+mod common;
+use common::base_manifest as base;
 
-const KEYS: &[&str] = &[
-    "id",
-    "apiVersion",
-    "version",
-    "displayName",
-    "description",
-    "author",
-    "categories",
-    "capabilities",
-    "entrypoints",
+/// Keys below the top level that the validator reads, plus a few awkward ones; the top-level
+/// fields come from `TOP_LEVEL_FIELDS`.
+const NESTED_KEYS: &[&str] = &[
     "worker",
     "ui",
     "environmentDrivers",
@@ -53,8 +41,12 @@ const KEYS: &[&str] = &[
     "x",
 ];
 
+fn keys() -> Vec<&'static str> {
+    TOP_LEVEL_FIELDS.iter().chain(NESTED_KEYS).copied().collect()
+}
+
 fn key() -> impl Strategy<Value = String> {
-    prop_oneof![prop::sample::select(KEYS).prop_map(str::to_owned), "[a-zA-Z0-9_.$-]{0,6}"]
+    prop_oneof![prop::sample::select(keys()).prop_map(str::to_owned), "[a-zA-Z0-9_.$-]{0,6}"]
 }
 
 fn json_value() -> impl Strategy<Value = Value> {

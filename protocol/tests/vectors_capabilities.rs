@@ -2,21 +2,14 @@
 
 use paperclip_sandbox_protocol::capabilities::resolve::{resolve_input, ResolveInput};
 use paperclip_sandbox_protocol::capabilities::Capability;
-use paperclip_sandbox_protocol::HostProfile;
 use serde_json::Value;
 
-fn load() -> Value {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/vectors/capability-resolution.json"
-    ))
-    .expect("vector file");
-    serde_json::from_str(&text).expect("vector JSON")
-}
+mod common;
+use common::{profiles, vector_file};
 
 #[test]
 fn capability_resolution_vectors() {
-    let vectors = load();
+    let vectors = vector_file("capability-resolution.json");
     let cases = vectors["cases"].as_array().expect("cases");
     let mut runs = 0;
     for case in cases {
@@ -30,8 +23,7 @@ fn capability_resolution_vectors() {
             .iter()
             .map(|v| v.as_str().expect("key"))
             .collect();
-        for profile in case["profiles"].as_array().expect("profiles") {
-            let profile: HostProfile = profile.as_str().unwrap().parse().unwrap();
+        for profile in profiles(case) {
             let effective = resolve_input(profile, &input);
             let keys: Vec<&str> = effective.iter().map(|(c, _)| c.key()).collect();
             let table: Vec<&str> = Capability::for_profile(profile).map(Capability::key).collect();

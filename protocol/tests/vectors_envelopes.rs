@@ -27,10 +27,8 @@ use paperclip_sandbox_protocol::jsonrpc::ErrorObject;
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Map, Value};
 
-fn load(file: &str) -> Value {
-    let path = format!("{}/tests/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(path).expect("vector file")).expect("JSON")
-}
+mod common;
+use common::{profiles, vector_file};
 
 /// Decodes the vectors' JavaScript markers (see the module documentation).
 fn decode(value: &Value) -> Value {
@@ -55,15 +53,6 @@ fn decode(value: &Value) -> Value {
         Value::Array(items) => Value::Array(items.iter().map(decode).collect()),
         other => other.clone(),
     }
-}
-
-fn profiles(case: &Value) -> Vec<HostProfile> {
-    case["profiles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap().parse().unwrap())
-        .collect()
 }
 
 fn opt(value: Option<Value>) -> Value {
@@ -96,7 +85,7 @@ fn assert_not_contains(haystack: &Value, needles: Option<&Value>, id: &str) {
 
 #[test]
 fn creation_cleanup_vectors() {
-    let vectors = load("creation-cleanup.json");
+    let vectors = vector_file("creation-cleanup.json");
     let cases = vectors["cases"].as_array().unwrap();
     let mut runs = 0;
     for case in cases {
@@ -157,7 +146,7 @@ fn creation_cleanup_vectors() {
 
 #[test]
 fn sync_error_vectors() {
-    let vectors = load("sync-error.json");
+    let vectors = vector_file("sync-error.json");
     let cases = vectors["cases"].as_array().unwrap();
     let mut runs = 0;
     for case in cases {

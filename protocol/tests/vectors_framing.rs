@@ -13,19 +13,12 @@ use paperclip_sandbox_protocol::timeouts::{
     is_transient_resume_message, rpc_call_timeout_ms, sandbox_rpc_timeout_ms,
     DEFAULT_RPC_TIMEOUT_MS,
 };
-use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Map, Value};
 
-const SKIPPED: &[&str] = &["response-classification", "worker-response", "sync-minimum-timeout"];
+mod common;
+use common::{profiles, vector_file};
 
-fn load() -> Value {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/vectors/framing-and-timeouts.json"
-    ))
-    .expect("vector file");
-    serde_json::from_str(&text).expect("vector JSON")
-}
+const SKIPPED: &[&str] = &["response-classification", "worker-response", "sync-minimum-timeout"];
 
 /// A numeric argument: a number, `{"$nonFinite": …}` or `{"$undefined": true}` (→ `None`).
 fn number_arg(value: &Value) -> Option<f64> {
@@ -66,7 +59,7 @@ fn expect_explicit(expected: &Value, got: Option<u64>, id: &str) {
 
 #[test]
 fn framing_and_timeout_vectors() {
-    let vectors = load();
+    let vectors = vector_file("framing-and-timeouts.json");
     let cases = vectors["cases"].as_array().expect("cases");
     let (mut runs, mut skipped) = (0, 0);
     for case in cases {
@@ -77,8 +70,7 @@ fn framing_and_timeout_vectors() {
             continue;
         }
         let (input, expected) = (&case["input"], &case["expected"]);
-        for profile in case["profiles"].as_array().expect("profiles") {
-            let profile: HostProfile = profile.as_str().unwrap().parse().unwrap();
+        for profile in profiles(case) {
             match kind {
                 "timeout-S" => {
                     let config = config_arg(&input["config"]);

@@ -4,6 +4,9 @@ use paperclip_sandbox_protocol::manifest::{code, validate, Issue, ValidationRepo
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::Value;
 
+mod common;
+use common::profiles;
+
 const VECTORS: &str = include_str!("vectors/manifest-validation.json");
 
 /// Splits an RFC 6901 pointer into unescaped tokens.
@@ -123,8 +126,7 @@ fn every_manifest_vector_under_every_named_profile() {
     assert_eq!(cases.len(), 33);
     let mut runs = 0;
     for case in cases {
-        for p in case["profiles"].as_array().unwrap() {
-            let profile: HostProfile = p.as_str().unwrap().parse().unwrap();
+        for profile in profiles(case) {
             check_case(case, base, profile);
             runs += 1;
         }

@@ -5,16 +5,12 @@
 use paperclip_sandbox_protocol::methods::{
     effective_sync_timeout_ms, name, sync_minimum_timeout_ms, SyncParams,
 };
-use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Value};
 
-const KIND: &str = "sync-minimum-timeout";
+mod common;
+use common::{cases_of_kind, profiles};
 
-fn cases() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/framing-and-timeouts.json");
-    let file: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    file["cases"].as_array().unwrap().iter().filter(|c| c["kind"] == KIND).cloned().collect()
-}
+const KIND: &str = "sync-minimum-timeout";
 
 /// Complete sync params around the case's partial params, so the typed path is exercised too.
 fn full_params(partial: &Value) -> Value {
@@ -29,7 +25,7 @@ fn full_params(partial: &Value) -> Value {
 
 #[test]
 fn sync_minimum_timeout_vectors() {
-    let cases = cases();
+    let cases = cases_of_kind("framing-and-timeouts.json", KIND);
     assert_eq!(cases.len(), 11, "expected the D7.1–D7.11 cases");
     let mut runs = 0;
     for case in &cases {
@@ -39,8 +35,7 @@ fn sync_minimum_timeout_vectors() {
         assert!([name::ENVIRONMENT_SYNC_IN, name::ENVIRONMENT_SYNC_OUT].contains(&method), "{id}");
         let configured = input["configuredTimeoutMs"].as_u64().unwrap();
         let expected = &case["expected"];
-        for profile in case["profiles"].as_array().unwrap() {
-            let profile: HostProfile = profile.as_str().unwrap().parse().unwrap();
+        for profile in profiles(case) {
             let raw = sync_minimum_timeout_ms(&input["params"], profile)
                 .map(|min| effective_sync_timeout_ms(min, configured));
             let typed: SyncParams = serde_json::from_value(full_params(&input["params"]))

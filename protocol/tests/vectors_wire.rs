@@ -6,15 +6,8 @@ use paperclip_sandbox_protocol::jsonrpc::{parse_line, ErrorObject, Message, Resp
 use paperclip_sandbox_protocol::methods;
 use serde_json::Value;
 
-fn cases(kind: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/vectors/framing-and-timeouts.json"
-    ))
-    .unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    v["cases"].as_array().unwrap().iter().filter(|c| c["kind"] == kind).cloned().collect()
-}
+mod common;
+use common::cases_of_kind;
 
 /// What a worker without any hook answers for one line, built from the protocol crate alone.
 fn answer_without_hooks(line: &str) -> Option<Response> {
@@ -34,7 +27,7 @@ fn answer_without_hooks(line: &str) -> Option<Response> {
 
 #[test]
 fn response_classification_cases() {
-    let cases = cases("response-classification");
+    let cases = cases_of_kind("framing-and-timeouts.json", "response-classification");
     assert!(!cases.is_empty());
     for case in cases {
         let id = case["id"].as_str().unwrap();
@@ -50,7 +43,7 @@ fn response_classification_cases() {
 
 #[test]
 fn worker_response_cases() {
-    let cases = cases("worker-response");
+    let cases = cases_of_kind("framing-and-timeouts.json", "worker-response");
     assert_eq!(cases.len(), 2);
     for case in cases {
         let id = case["id"].as_str().unwrap();

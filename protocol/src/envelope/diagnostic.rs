@@ -2,7 +2,6 @@
 //! `{"phase": …, "elapsedMs": …, "budgetMs": …}`, carried beside the creation-cleanup ownership
 //! (key `acquisitionDiagnostic`) and only when that ownership is valid.
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde_json::{json, Value};
@@ -18,47 +17,23 @@ pub const MIN_BUDGET_MS: u64 = 1;
 /// The largest `budgetMs` (24 hours).
 pub const MAX_BUDGET_MS: u64 = 86_400_000;
 
-/// The step observed at the first acquisition failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AcquisitionPhase {
-    /// `create`: creating the sandbox.
-    Create,
-    /// `workspace`: preparing the workspace.
-    Workspace,
-    /// `shell`: waiting for a usable shell.
-    Shell,
-    /// `expiry`: bounding the sandbox lifetime.
-    Expiry,
-    /// `sentinel`: checking the workspace sentinel.
-    Sentinel,
-}
-
-impl AcquisitionPhase {
+wire_enum! {
+    /// The step observed at the first acquisition failure.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum AcquisitionPhase {
+        /// `create`: creating the sandbox.
+        Create = "create",
+        /// `workspace`: preparing the workspace.
+        Workspace = "workspace",
+        /// `shell`: waiting for a usable shell.
+        Shell = "shell",
+        /// `expiry`: bounding the sandbox lifetime.
+        Expiry = "expiry",
+        /// `sentinel`: checking the workspace sentinel.
+        Sentinel = "sentinel",
+    }
     /// Every phase, in the order of the allowlist.
-    pub const ALL: [AcquisitionPhase; 5] = [
-        AcquisitionPhase::Create,
-        AcquisitionPhase::Workspace,
-        AcquisitionPhase::Shell,
-        AcquisitionPhase::Expiry,
-        AcquisitionPhase::Sentinel,
-    ];
-
-    /// The wire value.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            AcquisitionPhase::Create => "create",
-            AcquisitionPhase::Workspace => "workspace",
-            AcquisitionPhase::Shell => "shell",
-            AcquisitionPhase::Expiry => "expiry",
-            AcquisitionPhase::Sentinel => "sentinel",
-        }
-    }
-}
-
-impl fmt::Display for AcquisitionPhase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+    const ALL;
 }
 
 impl FromStr for AcquisitionPhase {

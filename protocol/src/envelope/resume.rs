@@ -1,35 +1,18 @@
 //! What the host makes of an `environmentResumeLease` result.
 
-use std::fmt;
-
 use serde_json::Value;
 
-/// Why the host replaces a reusable lease that did not resume.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReplacementReason {
-    /// `identity_mismatch`: `metadata.workspaceSentinel` is an object whose `result` is not
-    /// `"matched"`.
-    IdentityMismatch,
-    /// `not_found`: `metadata.expired === true`.
-    NotFound,
-    /// `expired`: any other non-resumed result.
-    Expired,
-}
-
-impl ReplacementReason {
-    /// The host's value.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ReplacementReason::IdentityMismatch => "identity_mismatch",
-            ReplacementReason::NotFound => "not_found",
-            ReplacementReason::Expired => "expired",
-        }
-    }
-}
-
-impl fmt::Display for ReplacementReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+wire_enum! {
+    /// Why the host replaces a reusable lease that did not resume.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum ReplacementReason {
+        /// `identity_mismatch`: `metadata.workspaceSentinel` is an object whose `result` is not
+        /// `"matched"`.
+        IdentityMismatch = "identity_mismatch",
+        /// `not_found`: `metadata.expired === true`.
+        NotFound = "not_found",
+        /// `expired`: any other non-resumed result.
+        Expired = "expired",
     }
 }
 

@@ -6,7 +6,6 @@
 //! the November host code is published. It belongs to `paperclip-2026-11` only (the method
 //! does not exist in `paperclip-2026-09`). No other field is ever added.
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde_json::{json, Value};
@@ -14,63 +13,41 @@ use serde_json::{json, Value};
 /// The `schema` string of the (provisional) stop-error envelope.
 pub const STOP_ERROR_SCHEMA: &str = "paperclip/environment-stop-error/v1";
 
-/// Why a stop failed or could not be confirmed.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum StopErrorReason {
-    /// `unrecoverable`: an unrecoverable provider error.
-    Unrecoverable,
-    /// `recovery_failed`: the sandbox is back in error after recovery.
-    RecoveryFailed,
-    /// `recovery_incomplete`: recovery did not finish.
-    RecoveryIncomplete,
-    /// `policy_unconfirmed`: the retention policy is unavailable or unconfirmed.
-    PolicyUnconfirmed,
-    /// `busy`: the provider asks for a retry (for example while the sandbox is being deleted).
-    Busy,
+wire_enum! {
+    /// Why a stop failed or could not be confirmed.
+    #[derive(
+        Debug,
+        Clone,
+        Copy,
+        PartialEq,
+        Eq,
+        Hash,
+        serde::Serialize,
+        serde::Deserialize,
+        schemars::JsonSchema,
+    )]
+    #[serde(rename_all = "snake_case")]
+    #[non_exhaustive]
+    pub enum StopErrorReason {
+        /// `unrecoverable`: an unrecoverable provider error.
+        Unrecoverable = "unrecoverable",
+        /// `recovery_failed`: the sandbox is back in error after recovery.
+        RecoveryFailed = "recovery_failed",
+        /// `recovery_incomplete`: recovery did not finish.
+        RecoveryIncomplete = "recovery_incomplete",
+        /// `policy_unconfirmed`: the retention policy is unavailable or unconfirmed.
+        PolicyUnconfirmed = "policy_unconfirmed",
+        /// `busy`: the provider asks for a retry (for example while the sandbox is being deleted).
+        Busy = "busy",
+    }
+    /// Every reason.
+    const ALL;
 }
 
 impl StopErrorReason {
-    /// Every reason.
-    pub const ALL: [StopErrorReason; 5] = [
-        StopErrorReason::Unrecoverable,
-        StopErrorReason::RecoveryFailed,
-        StopErrorReason::RecoveryIncomplete,
-        StopErrorReason::PolicyUnconfirmed,
-        StopErrorReason::Busy,
-    ];
-
-    /// The wire value.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            StopErrorReason::Unrecoverable => "unrecoverable",
-            StopErrorReason::RecoveryFailed => "recovery_failed",
-            StopErrorReason::RecoveryIncomplete => "recovery_incomplete",
-            StopErrorReason::PolicyUnconfirmed => "policy_unconfirmed",
-            StopErrorReason::Busy => "busy",
-        }
-    }
-
     /// The reason of a wire string, if known.
     pub fn from_wire(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|r| r.as_str() == s)
-    }
-}
-
-impl fmt::Display for StopErrorReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

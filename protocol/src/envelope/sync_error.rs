@@ -6,8 +6,6 @@
 //! Which methods carry it is not visible in any published source (presumably
 //! `environmentSyncIn` / `environmentSyncOut`).
 
-use std::fmt;
-
 use serde_json::{Map, Value};
 
 use super::as_integer;
@@ -20,37 +18,6 @@ pub const MAX_CAUSE_DEPTH: usize = 4;
 /// The only keys a sync diagnostic carries, in wire order.
 pub const DIAGNOSTIC_KEYS: &[&str] =
     &["errorCode", "httpStatus", "exitCode", "transferStep", "transferFailureKind"];
-
-macro_rules! wire_enum {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $wire:literal,)* }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$vdoc])* $variant,)*
-        }
-
-        impl $name {
-            /// Every allowlisted value, in allowlist order.
-            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
-
-            /// The wire value.
-            pub const fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $wire,)* }
-            }
-
-            /// The value of an allowlisted wire string.
-            pub fn from_wire(s: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.as_str() == s)
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
 
 wire_enum! {
     /// `errorCode`: an allowlisted system or network error code, else `unknown`.

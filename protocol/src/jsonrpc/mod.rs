@@ -14,6 +14,7 @@ use std::fmt;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+use serde_with::skip_serializing_none;
 
 use crate::error_code::ErrorCode;
 
@@ -162,6 +163,7 @@ pub struct InvocationScope {
 
 /// The `paperclipInvocation` object the host attaches to requests and notifications that carry
 /// a company (every `environment*` method but `environmentValidateConfig`).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Invocation {
@@ -171,7 +173,6 @@ pub struct Invocation {
     /// The company scope.
     pub scope: InvocationScope,
     /// The W3C `traceparent` of the host span, when tracing is on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
     /// Any further keys a newer host sends, preserved.
     #[serde(flatten)]
@@ -207,6 +208,7 @@ pub struct Notification {
 }
 
 /// A JSON-RPC error object: `{code, message, data?}`. `data` is omitted when absent.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorObject {
     /// The error code; see [`ErrorCode`] for the named ones.
@@ -214,7 +216,6 @@ pub struct ErrorObject {
     /// A human-readable message.
     pub message: String,
     /// Typed error data (an allowlisted envelope); never arbitrary provider data.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 
@@ -397,8 +398,8 @@ fn quote_utf16(s: &str, max: usize) -> String {
 }
 
 /// JavaScript's `String.prototype.trim` white space (ASCII white space, NBSP, BOM, line
-/// terminators and the Unicode space separators).
-fn is_js_whitespace(c: char) -> bool {
+/// terminators and the Unicode space separators); also JavaScript's regex `\s`.
+pub(crate) fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
         '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'

@@ -12,6 +12,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Map, Value};
+use serde_with::skip_serializing_none;
 
 use super::report::ValidationReport;
 use super::vocabulary::*;
@@ -44,17 +45,18 @@ pub enum DriverKind {
 }
 
 /// `entrypoints`: the worker script and the optional UI bundle.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entrypoints {
     /// The worker entry point (at least 1 character).
     pub worker: String,
     /// The UI bundle, required when the manifest declares UI slots or launchers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui: Option<String>,
 }
 
 /// The plugin manifest. Fields a sandbox provider does not use are kept raw
 /// in [`Manifest::extra`].
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Manifest {
@@ -73,10 +75,8 @@ pub struct Manifest {
     /// At least one category.
     pub categories: Vec<Category>,
     /// Lowest host version (semver); must equal `minimumPaperclipVersion` when both are set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimum_host_version: Option<String>,
     /// Legacy alias of `minimumHostVersion`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimum_paperclip_version: Option<String>,
     /// At least one entry of [`PLUGIN_CAPABILITIES`]; providers need
     /// [`ENVIRONMENT_DRIVERS_REGISTER`].
@@ -84,10 +84,8 @@ pub struct Manifest {
     /// Entry points.
     pub entrypoints: Entrypoints,
     /// The plugin's instance config schema (a JSON Schema object).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_config_schema: Option<Value>,
     /// The environment drivers this plugin provides.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment_drivers: Option<Vec<DriverDeclaration>>,
     /// Other top-level fields (`jobs`, `tools`, `ui`, …), kept as raw JSON.
     #[serde(flatten)]
@@ -170,62 +168,47 @@ impl Manifest {
 /// One entry of `environmentDrivers`. The host's
 /// schema is strict: a field it does not know rejects the manifest, so leave the 2026-11 fields
 /// unset when targeting paperclip-2026-09.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DriverDeclaration {
     /// paperclip-2026-11: the driver runs Runner tasks (`environmentTask`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supports_tasks: Option<bool>,
     /// Driver key: `^[a-z0-9][a-z0-9._-]*$`, unique in the manifest.
     pub driver_key: String,
     /// Driver kind; sandbox providers must set [`DriverKind::SandboxProvider`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<DriverKind>,
     /// 1–100 characters.
     pub display_name: String,
     /// At most 500 characters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Legacy opt-in to reusable leases (`sandboxCapabilities.reusableLeases` wins).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supports_reusable_leases: Option<bool>,
     /// Declared sandbox capabilities.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_capabilities: Option<SandboxCapabilities>,
     /// The driver offers interactive setup.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supports_interactive_setup: Option<bool>,
     /// At most 10 connection types of 1–100 characters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interactive_setup_connection_types: Option<Vec<String>>,
     /// The driver captures templates.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supports_template_capture: Option<bool>,
     /// 1–100 characters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_ref_kind: Option<String>,
     /// Which config field a captured template fills.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_config_binding: Option<TemplateConfigBinding>,
     /// At most 20 paths of 1–200 characters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_identity_paths: Option<Vec<String>>,
     /// The driver deletes templates.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supports_template_delete: Option<bool>,
     /// The driver hosts an interactive login on a pseudo-terminal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supports_login_pty: Option<bool>,
     /// Deprecated alias of `supportsLoginPty`; must not differ from it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supports_setup_token_login: Option<bool>,
     /// The provider's config schema: a JSON Schema object (required).
     pub config_schema: Value,
     /// paperclip-2026-11: default acquire budget, 1..=86,400,000 ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_acquire_timeout_ms: Option<u64>,
     /// paperclip-2026-11: creation operation protocol version, only 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_operation_version: Option<u32>,
 }
 
@@ -309,13 +292,13 @@ impl DriverDeclaration {
 }
 
 /// `templateConfigBinding`: the config field a template sets and the fields it clears.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TemplateConfigBinding {
     /// A top-level config key (`^[A-Za-z_][A-Za-z0-9_-]*$`, 1–100 characters), not `provider`.
     pub field: String,
     /// At most 20 unique such keys, not repeating `field`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unset_fields: Option<Vec<String>>,
 }
 

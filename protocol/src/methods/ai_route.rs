@@ -12,10 +12,12 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 use super::lease::JsonObject;
 
 /// The model profile of a pool member.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -23,12 +25,10 @@ pub struct AiPoolMemberProfile {
     /// The runtime (`codex`, `acpx`, `opencode`, …).
     pub provider: String,
     /// The ACP harness when `provider` is `acpx` (`claude`, `grok`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acpx_agent: Option<String>,
     /// The model.
     pub model: String,
     /// The reasoning effort.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
 }
 
@@ -72,6 +72,7 @@ pub struct AiConnectionPool {
 }
 
 /// One candidate the host authorized for this routing.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -85,11 +86,11 @@ pub struct AiRouteCandidate {
     #[serde(default)]
     pub notes: Vec<String>,
     /// Its usage figures, when known (host-defined shape).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<JsonObject>,
 }
 
 /// Params of `routeAiConnection` (`AiConnectionRouterRequest`).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -104,6 +105,7 @@ pub struct RouteAiConnectionParams {
     pub task_key: String,
     /// The member chosen last time, or `null`.
     #[serde(default)]
+    #[serialize_always]
     pub last_member_id: Option<String>,
     /// The router cursor's version.
     pub cursor_version: i64,
@@ -111,7 +113,6 @@ pub struct RouteAiConnectionParams {
     #[serde(default)]
     pub member_order: Vec<String>,
     /// A member the task is pinned to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned_member_id: Option<String>,
     /// The authorized candidates.
     #[serde(default)]

@@ -4,45 +4,33 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 use super::lease::wire::lenient_count;
 use super::lease::{EnvironmentBaseParams, JsonObject, Lease};
 
-/// Params of `environmentExecute` (D.9).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct ExecuteParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease to run in.
-    pub lease: Lease,
-    /// The program (for example `sh`); arguments go in `args`.
-    pub command: String,
-    /// Arguments.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub args: Option<Vec<String>>,
-    /// Working directory inside the sandbox.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    /// Extra environment variables.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub env: Option<BTreeMap<String, String>>,
-    /// Bytes to write to the command's stdin (base64 payloads of the exec fallback, D.9).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stdin: Option<String>,
-    /// Requested timeout in ms (fractions truncated; negative reads as absent).
-    #[serde(default, deserialize_with = "lenient_count", skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-    /// Run one-shot, outside any persistent process session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bypass_session: Option<bool>,
+params_struct! {
+    /// Params of `environmentExecute` (D.9).
+    pub struct ExecuteParams {
+        /// The lease to run in.
+        pub lease: Lease,
+        /// The program (for example `sh`); arguments go in `args`.
+        pub command: String,
+        /// Arguments.
+        pub args: Option<Vec<String>>,
+        /// Working directory inside the sandbox.
+        pub cwd: Option<String>,
+        /// Extra environment variables.
+        pub env: Option<BTreeMap<String, String>>,
+        /// Bytes to write to the command's stdin (base64 payloads of the exec fallback, D.9).
+        pub stdin: Option<String>,
+        /// Requested timeout in ms (fractions truncated; negative reads as absent).
+        #[serde(default, deserialize_with = "lenient_count")]
+        pub timeout_ms: Option<u64>,
+        /// Run one-shot, outside any persistent process session.
+        pub bypass_session: Option<bool>,
+    }
 }
-
-map_config!(base ExecuteParams { lease, command, args, cwd, env, stdin, timeout_ms, bypass_session });
 
 impl ExecuteParams {
     /// Params running `command` in `lease` with every optional field absent.
@@ -79,14 +67,15 @@ impl ExecuteParams {
 
 /// Result of `environmentExecute` (D.9). It carries the full output even when it was also
 /// streamed with `execute.log`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ExecuteResult {
     /// The exit code; `null` when the process did not exit normally. Always serialized.
+    #[serialize_always]
     pub exit_code: Option<i64>,
     /// The terminating signal name (for example `SIGKILL`); `null` reads as absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,
     /// Whether the command hit its timeout.
     #[serde(default)]
@@ -98,7 +87,6 @@ pub struct ExecuteResult {
     #[serde(default)]
     pub stderr: String,
     /// Provider metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 

@@ -8,26 +8,24 @@ use std::borrow::Cow;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_with::skip_serializing_none;
 
 use super::lease::JsonObject;
 
 /// Instance metadata of `initialize` (`instanceInfo`). The published SDK type declares only
 /// `instanceId` and `hostVersion`; HOST-2026-09 also sends the deployment keys.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct InstanceInfo {
     /// The Paperclip instance (the host's default is "default").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_id: Option<String>,
     /// The host's semver (the host's default is "0.0.0").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_version: Option<String>,
     /// The deployment mode.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment_mode: Option<String>,
     /// The deployment exposure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment_exposure: Option<String>,
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]
@@ -35,6 +33,7 @@ pub struct InstanceInfo {
 }
 
 /// Params of `initialize` (A.3).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -47,13 +46,10 @@ pub struct InitializeParams {
     #[serde(default)]
     pub config: JsonObject,
     /// Instance metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_info: Option<InstanceInfo>,
     /// The host API version (`manifest.apiVersion`, 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<u64>,
     /// The plugin database namespace (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database_namespace: Option<String>,
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]
@@ -62,6 +58,7 @@ pub struct InitializeParams {
 
 /// Result of `initialize`. A missing `supportedMethods` counts as `[]`, which verifies no
 /// capability.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -69,7 +66,6 @@ pub struct InitializeResult {
     /// `false` makes the host kill the worker.
     pub ok: bool,
     /// The methods the worker implements (the discovery list).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supported_methods: Option<Vec<String>>,
 }
 
@@ -149,6 +145,7 @@ pub enum HealthStatus {
 }
 
 /// Result of `health` (`PluginHealthDiagnostics`); the default is `{status: "ok"}`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -156,10 +153,8 @@ pub struct HealthResult {
     /// Status.
     pub status: HealthStatus,
     /// Human-readable description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// Key-value diagnostics.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<JsonObject>,
 }
 
@@ -178,6 +173,7 @@ impl HealthResult {
 
 /// Params of `configChanged`: a company's config, replayed after initialize. The result is
 /// `null`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -186,7 +182,6 @@ pub struct ConfigChangedParams {
     #[serde(default)]
     pub config: JsonObject,
     /// The company (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub company_id: Option<String>,
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]

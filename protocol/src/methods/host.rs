@@ -3,6 +3,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 use super::lease::JsonObject;
 
@@ -23,6 +24,7 @@ pub enum LogLevel {
 
 /// Params of the worker→host `log` notification or request. The result of the request form
 /// is `null`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -32,10 +34,8 @@ pub struct LogParams {
     /// The message; never include secrets.
     pub message: String,
     /// Structured fields.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,
     /// The owning company (instance scope when absent; `null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub company_id: Option<String>,
 }
 
@@ -54,12 +54,12 @@ impl LogParams {
 
 /// Params of the worker→host `config.get` request. The result is the company's plugin config
 /// (a JSON object).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConfigGetParams {
     /// The company; the invocation's company when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub company_id: Option<String>,
 }
 

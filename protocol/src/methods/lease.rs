@@ -10,11 +10,10 @@
 //! [`Lease::provider_lease_id`] is an `Option<T>` that is always serialized (`null` for `None`).
 //! Every other optional field reads `null` as absent and is omitted when `None`.
 
-use std::fmt;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use serde_with::skip_serializing_none;
 
 /// A JSON object kept verbatim, key order preserved (`config`, `metadata`, `details`, …).
 pub type JsonObject = Map<String, Value>;
@@ -26,6 +25,7 @@ pub(crate) use wire::open_enum;
 /// The params every `environment*` method but `environmentValidateConfig` starts with
 /// (`PluginEnvironmentDriverBaseParams`, D.1). Other params types embed it with
 /// `#[serde(flatten)]`, so its keys sit at the top level of the params object.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -39,7 +39,7 @@ pub struct EnvironmentBaseParams<C = JsonObject> {
     /// The environment.
     pub environment_id: String,
     /// The issue, when the call belongs to one: absent, `null` or a string (see module docs).
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "nullable")]
     pub issue_id: Option<Option<String>>,
     /// The environment config with secrets resolved and host keys stripped (C.5).
     #[serde(default)]
@@ -83,19 +83,20 @@ impl EnvironmentBaseParams {
 
 /// A provider lease (`PluginEnvironmentLease`, D.1): the result of acquire and resume, and the
 /// `lease` the host passes back to later calls.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Lease {
     /// The provider's id of the allocation; `null` from resume means "not resumable" (D.5).
     /// Always serialized.
+    #[serialize_always]
     pub provider_lease_id: Option<String>,
     /// Provider metadata the host persists (secret-ref paths removed) and passes back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
     /// The real expiry as an ISO 8601 string: absent, `null` or a string (see module docs).
     /// Both absent and `null` mean "no expiry"; the host passes leases back with `null`.
-    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "nullable")]
     pub expires_at: Option<Option<String>>,
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]
@@ -132,26 +133,20 @@ impl Lease {
     }
 }
 
-/// The state a termination receipt confirms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum TerminationState {
-    /// Execution ended; the allocation (and its files) still exist.
-    Stopped,
-    /// The allocation is gone.
-    Destroyed,
+wire_enum! {
+    /// The state a termination receipt confirms.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    #[non_exhaustive]
+    pub enum TerminationState {
+        /// Execution ended; the allocation (and its files) still exist.
+        Stopped = "stopped",
+        /// The allocation is gone.
+        Destroyed = "destroyed",
+    }
 }
 
 impl TerminationState {
-    /// The wire value.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            TerminationState::Stopped => "stopped",
-            TerminationState::Destroyed => "destroyed",
-        }
-    }
-
     /// The state of a wire value.
     pub fn from_wire(s: &str) -> Option<Self> {
         match s {
@@ -159,12 +154,6 @@ impl TerminationState {
             "destroyed" => Some(TerminationState::Destroyed),
             _ => None,
         }
-    }
-}
-
-impl fmt::Display for TerminationState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -236,6 +225,7 @@ impl ValidateConfigParams {
 
 /// Result of `environmentValidateConfig` (D.2). With `ok: false` the host answers HTTP 422
 /// with `errors[0]`; otherwise it persists `normalizedConfig` (or the original config).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -243,13 +233,10 @@ pub struct ValidateConfigResult {
     /// Whether the config is valid.
     pub ok: bool,
     /// Warnings shown to the operator.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
     /// Errors; the first one becomes the host's message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<String>>,
     /// The config to persist instead of the submitted one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub normalized_config: Option<JsonObject>,
 }
 
@@ -281,19 +268,11 @@ impl ValidateConfigResult {
     }
 }
 
-/// Params of `environmentProbe` (D.3): the base params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct ProbeParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
+params_struct! {
+    /// Params of `environmentProbe` (D.3): the base params.
+    pub struct ProbeParams {
+    }
 }
-
-map_config!(base ProbeParams {});
 
 impl ProbeParams {
     /// Probe params from base params.
@@ -316,6 +295,7 @@ pub enum DiagnosticSeverity {
 }
 
 /// One probe diagnostic (`PluginEnvironmentDiagnostic`).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -325,10 +305,8 @@ pub struct Diagnostic {
     /// Human-readable text; never include secrets.
     pub message: String,
     /// A machine-readable code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     /// Structured details.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<JsonObject>,
 }
 
@@ -352,6 +330,7 @@ impl Diagnostic {
 }
 
 /// Result of `environmentProbe` (D.3).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -359,13 +338,10 @@ pub struct ProbeResult {
     /// Whether the provider is usable.
     pub ok: bool,
     /// A one-line summary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
     /// Diagnostics.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Vec<Diagnostic>>,
     /// Provider metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 
@@ -456,49 +432,32 @@ impl CreationOperation {
     }
 }
 
-/// Params of `environmentAcquireLease` (D.4). Result: [`Lease`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct AcquireLeaseParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The run (a fresh UUID for ad-hoc tests).
-    pub run_id: String,
-    /// The execution workspace mode (host-defined string).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workspace_mode: Option<String>,
-    /// Declared; HOST-2026-09 never sends it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requested_cwd: Option<String>,
-    /// The agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    /// The execution workspace (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub execution_workspace_id: Option<String>,
-    /// The harness of this run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub adapter_type: Option<String>,
-    /// Generic plugin-driver path only (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub execution_workspace_settings: Option<JsonObject>,
-    /// Latest time the lease may stay active (ISO 8601); bound the sandbox at or before it
-    /// and return the real expiry, or return none (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requested_expires_at: Option<String>,
-    /// The lease policy (November).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lease_policy: Option<LeasePolicy>,
-    /// The creation operation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub creation_operation: Option<CreationOperation>,
+params_struct! {
+    /// Params of `environmentAcquireLease` (D.4). Result: [`Lease`].
+    pub struct AcquireLeaseParams {
+        /// The run (a fresh UUID for ad-hoc tests).
+        pub run_id: String,
+        /// The execution workspace mode (host-defined string).
+        pub workspace_mode: Option<String>,
+        /// Declared; HOST-2026-09 never sends it.
+        pub requested_cwd: Option<String>,
+        /// The agent.
+        pub agent_id: Option<String>,
+        /// The execution workspace (`null` reads as absent).
+        pub execution_workspace_id: Option<String>,
+        /// The harness of this run.
+        pub adapter_type: Option<String>,
+        /// Generic plugin-driver path only (`null` reads as absent).
+        pub execution_workspace_settings: Option<JsonObject>,
+        /// Latest time the lease may stay active (ISO 8601); bound the sandbox at or before it
+        /// and return the real expiry, or return none (`null` reads as absent).
+        pub requested_expires_at: Option<String>,
+        /// The lease policy (November).
+        pub lease_policy: Option<LeasePolicy>,
+        /// The creation operation.
+        pub creation_operation: Option<CreationOperation>,
+    }
 }
-
-map_config!(base AcquireLeaseParams { run_id, workspace_mode, requested_cwd, agent_id, execution_workspace_id, adapter_type, execution_workspace_settings, requested_expires_at, lease_policy, creation_operation });
 
 impl AcquireLeaseParams {
     /// Params for `run_id` with every optional field absent.
@@ -519,25 +478,16 @@ impl AcquireLeaseParams {
     }
 }
 
-/// Params of `environmentResumeLease` (D.5). Result: [`Lease`], or
-/// [`Lease::not_resumable`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct ResumeLeaseParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease to resume.
-    pub provider_lease_id: String,
-    /// The full persisted lease metadata, host keys included.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lease_metadata: Option<JsonObject>,
+params_struct! {
+    /// Params of `environmentResumeLease` (D.5). Result: [`Lease`], or
+    /// [`Lease::not_resumable`].
+    pub struct ResumeLeaseParams {
+        /// The lease to resume.
+        pub provider_lease_id: String,
+        /// The full persisted lease metadata, host keys included.
+        pub lease_metadata: Option<JsonObject>,
+    }
 }
-
-map_config!(base ResumeLeaseParams { provider_lease_id, lease_metadata });
 
 impl ResumeLeaseParams {
     /// Params for `provider_lease_id` without metadata.
@@ -550,33 +500,22 @@ impl ResumeLeaseParams {
     }
 }
 
-/// Params of `environmentReleaseLease` and `environmentDestroyLease` (D.6).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct ReleaseLeaseParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease; `null` when the host never got one. Always serialized.
-    pub provider_lease_id: Option<String>,
-    /// The persisted lease metadata (may hold `failedCreateCleanup`, F.3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lease_metadata: Option<JsonObject>,
-    /// Sent only when true: terminate active work, and return a receipt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cancel_active_work: Option<bool>,
-    /// The run's status (November tests, e.g. "failed").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_status: Option<String>,
-    /// What to do with the resource (November tests).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resource_disposition: Option<ResourceDisposition>,
+params_struct! {
+    /// Params of `environmentReleaseLease` and `environmentDestroyLease` (D.6).
+    pub struct ReleaseLeaseParams {
+        /// The lease; `null` when the host never got one. Always serialized.
+        #[serialize_always]
+        pub provider_lease_id: Option<String>,
+        /// The persisted lease metadata (may hold `failedCreateCleanup`, F.3).
+        pub lease_metadata: Option<JsonObject>,
+        /// Sent only when true: terminate active work, and return a receipt.
+        pub cancel_active_work: Option<bool>,
+        /// The run's status (November tests, e.g. "failed").
+        pub run_status: Option<String>,
+        /// What to do with the resource (November tests).
+        pub resource_disposition: Option<ResourceDisposition>,
+    }
 }
-
-map_config!(base ReleaseLeaseParams { provider_lease_id, lease_metadata, cancel_active_work, run_status, resource_disposition });
 
 impl ReleaseLeaseParams {
     /// Params for `provider_lease_id` with every optional field absent.
@@ -655,17 +594,10 @@ impl Released {
     }
 }
 
-impl From<TerminationReceipt> for Released {
-    fn from(receipt: TerminationReceipt) -> Self {
-        Released { receipt: Some(receipt) }
-    }
-}
-
-impl From<Option<TerminationReceipt>> for Released {
-    fn from(receipt: Option<TerminationReceipt>) -> Self {
-        Released { receipt }
-    }
-}
+impl_from!(Released {
+    TerminationReceipt => |receipt| Released { receipt: Some(receipt) },
+    Option<TerminationReceipt> => |receipt| Released { receipt },
+});
 
 /// The answer of `environmentDestroyLease` (the same shape as a release's).
 pub type Destroyed = Released;

@@ -28,6 +28,38 @@ macro_rules! map_config {
     };
 }
 
+/// A params type of an `environment*` method: the base params ([`EnvironmentBaseParams`],
+/// flattened) plus the method's own fields, generic over the config (`C = JsonObject`), with
+/// its `map_config`. Optional fields are omitted when `None` (`skip_serializing_none`; an
+/// always-serialized one carries `#[serialize_always]`).
+macro_rules! params_struct {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* pub $field:ident : $ty:ty ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[serde_with::skip_serializing_none]
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(rename_all = "camelCase")]
+        #[non_exhaustive]
+        #[serde(bound(
+            deserialize = "C: serde::Deserialize<'de> + Default",
+            serialize = "C: serde::Serialize"
+        ))]
+        #[schemars(bound = "C: schemars::JsonSchema + Default + serde::Serialize")]
+        pub struct $name<C = $crate::methods::JsonObject> {
+            /// The base params.
+            #[serde(flatten)]
+            pub base: $crate::methods::EnvironmentBaseParams<C>,
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        map_config!(base $name { $($field),* });
+    };
+}
+
 pub mod ai_route;
 pub mod execute;
 pub mod handshake;

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_with::skip_serializing_none;
 
 use super::lease::JsonObject;
 
@@ -40,6 +41,7 @@ pub enum SecretRef {
 
 /// Params of `secrets.resolve`. The result is the secret's value: hold it in a
 /// [`Secret`](crate::secret::Secret) and never log it.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -47,10 +49,8 @@ pub struct SecretsResolveParams {
     /// The reference.
     pub secret_ref: SecretRef,
     /// The company; the invocation's company when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub company_id: Option<String>,
     /// The config path the reference came from (lets the host check it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_path: Option<String>,
 }
 
@@ -90,31 +90,15 @@ pub enum AttributeValue {
     Bool(bool),
 }
 
-impl From<&str> for AttributeValue {
-    fn from(v: &str) -> Self {
-        AttributeValue::String(v.to_owned())
-    }
-}
-
-impl From<String> for AttributeValue {
-    fn from(v: String) -> Self {
-        AttributeValue::String(v)
-    }
-}
-
-impl From<f64> for AttributeValue {
-    fn from(v: f64) -> Self {
-        AttributeValue::Number(v)
-    }
-}
-
-impl From<bool> for AttributeValue {
-    fn from(v: bool) -> Self {
-        AttributeValue::Bool(v)
-    }
-}
+impl_from!(AttributeValue {
+    &str => |v| AttributeValue::String(v.to_owned()),
+    String => |v| AttributeValue::String(v),
+    f64 => |v| AttributeValue::Number(v),
+    bool => |v| AttributeValue::Bool(v),
+});
 
 /// The status of a span.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -122,13 +106,13 @@ pub struct SpanStatus {
     /// The status code (OpenTelemetry: 0 unset, 1 ok, 2 error).
     pub code: i64,
     /// A message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
 /// Params of `span.record`: one finished provider span. The host clamps the name to its
 /// closed set and drops attributes outside its allowlist; it derives the parent from the
 /// invocation, never from the worker.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -136,16 +120,12 @@ pub struct SpanRecordParams {
     /// A bounded span name (`pack`, `transfer`, …).
     pub name: String,
     /// Attributes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attributes: Option<BTreeMap<String, AttributeValue>>,
     /// The status.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<SpanStatus>,
     /// Start, in epoch milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time_ms: Option<i64>,
     /// End, in epoch milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time_ms: Option<i64>,
 }
 
@@ -179,6 +159,7 @@ impl SpanRecordParams {
 }
 
 /// The key of a plugin state entry: params of `state.get` and `state.delete`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -186,10 +167,8 @@ pub struct StateKey {
     /// The scope kind (`instance`, `company`, `project`, …).
     pub scope_kind: String,
     /// The scope's id (absent for `instance`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope_id: Option<String>,
     /// A namespace inside the scope.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// The key.
     pub state_key: String,
@@ -231,6 +210,7 @@ impl StateSetParams {
 }
 
 /// Params of `http.fetch`: a request the host makes on the worker's behalf.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -238,7 +218,6 @@ pub struct HttpFetchParams {
     /// The URL.
     pub url: String,
     /// The fetch init (`method`, `headers`, `body`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init: Option<JsonObject>,
 }
 
@@ -268,6 +247,7 @@ pub struct HttpFetchResult {
 }
 
 /// Params of `metrics.write`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -277,10 +257,8 @@ pub struct MetricsWriteParams {
     /// Its value.
     pub value: f64,
     /// Tags.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<BTreeMap<String, String>>,
     /// The owning company (instance scope when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub company_id: Option<String>,
 }
 
@@ -292,6 +270,7 @@ impl MetricsWriteParams {
 }
 
 /// Params of `telemetry.track`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -299,7 +278,6 @@ pub struct TelemetryTrackParams {
     /// The event.
     pub event_name: String,
     /// Its dimensions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dimensions: Option<BTreeMap<String, AttributeValue>>,
 }
 
@@ -311,6 +289,7 @@ impl TelemetryTrackParams {
 }
 
 /// Params of `activity.log`: an entry in the company's activity log.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -320,13 +299,10 @@ pub struct ActivityLogParams {
     /// The message; never include secrets.
     pub message: String,
     /// The entity kind it is about.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entity_type: Option<String>,
     /// The entity it is about.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entity_id: Option<String>,
     /// Structured fields.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 

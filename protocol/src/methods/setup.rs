@@ -6,9 +6,10 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 use super::lease::wire::lenient_count;
-use super::lease::{open_enum, EnvironmentBaseParams, JsonObject};
+use super::lease::{open_enum, JsonObject};
 use crate::secret::Secret;
 
 /// Status of an interactive setup session.
@@ -72,6 +73,7 @@ open_enum! {
 }
 
 /// What the operator sees about a connection, with secrets redacted.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -80,20 +82,16 @@ pub struct ConnectionSummary {
     #[serde(rename = "type")]
     pub connection_type: ConnectionType,
     /// Login user (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub username: Option<String>,
     /// Whether the host name is redacted.
     pub host_redacted: bool,
     /// Whether the port is redacted.
     pub port_redacted: bool,
     /// Whether the command is redacted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_redacted: Option<bool>,
     /// Connection expiry, ISO 8601 (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
     /// Provider metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 
@@ -114,6 +112,7 @@ impl ConnectionSummary {
 
 /// The clear connection details (sent only when asked for). The token crosses the wire in
 /// clear but is redacted in `Debug`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -122,7 +121,6 @@ pub struct ConnectionPayload {
     #[serde(rename = "type")]
     pub connection_type: ConnectionType,
     /// The command to connect (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// An access token (`null` reads as absent).
     #[serde(
@@ -133,10 +131,8 @@ pub struct ConnectionPayload {
     #[schemars(with = "Option<String>")]
     pub token: Option<Secret>,
     /// Expiry, ISO 8601 (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
     /// Provider metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 
@@ -154,24 +150,24 @@ impl ConnectionPayload {
 }
 
 /// Result of Start and Get (`PluginEnvironmentInteractiveSetupSession`).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct InteractiveSetupSession {
     /// The setup sandbox; always serialized (`null` when none).
+    #[serialize_always]
     pub provider_lease_id: Option<String>,
     /// Status.
     pub status: InteractiveSetupStatus,
     /// Redacted connection summary; always serialized (`null` when none).
+    #[serialize_always]
     pub connection_summary: Option<ConnectionSummary>,
     /// Clear connection details (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_payload: Option<ConnectionPayload>,
     /// Session expiry, ISO 8601 (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
     /// Provider metadata (the host passes it back as `setupMetadata`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 
@@ -194,91 +190,61 @@ impl InteractiveSetupSession {
     }
 }
 
-/// Params of `environmentStartInteractiveSetup`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct StartInteractiveSetupParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The host's session id.
-    pub session_id: String,
-    /// Template to start from (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_template_ref: Option<String>,
-    /// Its kind (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_template_kind: Option<TemplateKind>,
-    /// Lifetime of the connection details, minutes.
-    #[serde(default, deserialize_with = "lenient_count", skip_serializing_if = "Option::is_none")]
-    pub connection_expires_in_minutes: Option<u64>,
-    /// Session expiry, ISO 8601 (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
+params_struct! {
+    /// Params of `environmentStartInteractiveSetup`.
+    pub struct StartInteractiveSetupParams {
+        /// The host's session id.
+        pub session_id: String,
+        /// Template to start from (`null` reads as absent).
+        pub source_template_ref: Option<String>,
+        /// Its kind (`null` reads as absent).
+        pub source_template_kind: Option<TemplateKind>,
+        /// Lifetime of the connection details, minutes.
+        #[serde(default, deserialize_with = "lenient_count")]
+        pub connection_expires_in_minutes: Option<u64>,
+        /// Session expiry, ISO 8601 (`null` reads as absent).
+        pub expires_at: Option<String>,
+    }
 }
 
-map_config!(base StartInteractiveSetupParams { session_id, source_template_ref, source_template_kind, connection_expires_in_minutes, expires_at });
-
-/// Params of `environmentGetInteractiveSetup`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct GetInteractiveSetupParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The setup sandbox; always serialized.
-    pub provider_lease_id: Option<String>,
-    /// The session's metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setup_metadata: Option<JsonObject>,
-    /// Whether to include the clear connection payload.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub include_connection_payload: Option<bool>,
-    /// Lifetime of the connection details, minutes.
-    #[serde(default, deserialize_with = "lenient_count", skip_serializing_if = "Option::is_none")]
-    pub connection_expires_in_minutes: Option<u64>,
+params_struct! {
+    /// Params of `environmentGetInteractiveSetup`.
+    pub struct GetInteractiveSetupParams {
+        /// The setup sandbox; always serialized.
+        #[serialize_always]
+        pub provider_lease_id: Option<String>,
+        /// The session's metadata.
+        pub setup_metadata: Option<JsonObject>,
+        /// Whether to include the clear connection payload.
+        pub include_connection_payload: Option<bool>,
+        /// Lifetime of the connection details, minutes.
+        #[serde(default, deserialize_with = "lenient_count")]
+        pub connection_expires_in_minutes: Option<u64>,
+    }
 }
 
-map_config!(base GetInteractiveSetupParams { provider_lease_id, setup_metadata, include_connection_payload, connection_expires_in_minutes });
-
-/// Params of `environmentCaptureTemplate`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct CaptureTemplateParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The setup sandbox; always serialized.
-    pub provider_lease_id: Option<String>,
-    /// The session's metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setup_metadata: Option<JsonObject>,
-    /// The template the session started from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_template_ref: Option<String>,
-    /// The template this capture replaces.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub previous_template_ref: Option<String>,
-    /// A label for the new template.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template_label: Option<String>,
-    /// Requested timeout, ms.
-    #[serde(default, deserialize_with = "lenient_count", skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
+params_struct! {
+    /// Params of `environmentCaptureTemplate`.
+    pub struct CaptureTemplateParams {
+        /// The setup sandbox; always serialized.
+        #[serialize_always]
+        pub provider_lease_id: Option<String>,
+        /// The session's metadata.
+        pub setup_metadata: Option<JsonObject>,
+        /// The template the session started from.
+        pub source_template_ref: Option<String>,
+        /// The template this capture replaces.
+        pub previous_template_ref: Option<String>,
+        /// A label for the new template.
+        pub template_label: Option<String>,
+        /// Requested timeout, ms.
+        #[serde(default, deserialize_with = "lenient_count")]
+        pub timeout_ms: Option<u64>,
+    }
 }
-
-map_config!(base CaptureTemplateParams { provider_lease_id, setup_metadata, source_template_ref, previous_template_ref, template_label, timeout_ms });
 
 /// Result of `environmentCaptureTemplate`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -288,7 +254,6 @@ pub struct CaptureTemplateResult {
     /// Its kind.
     pub template_kind: TemplateKind,
     /// Provider metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 
@@ -299,29 +264,21 @@ impl CaptureTemplateResult {
     }
 }
 
-/// Params of `environmentCancelInteractiveSetup`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct CancelInteractiveSetupParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The setup sandbox; always serialized.
-    pub provider_lease_id: Option<String>,
-    /// The session's metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setup_metadata: Option<JsonObject>,
-    /// Why (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+params_struct! {
+    /// Params of `environmentCancelInteractiveSetup`.
+    pub struct CancelInteractiveSetupParams {
+        /// The setup sandbox; always serialized.
+        #[serialize_always]
+        pub provider_lease_id: Option<String>,
+        /// The session's metadata.
+        pub setup_metadata: Option<JsonObject>,
+        /// Why (`null` reads as absent).
+        pub reason: Option<String>,
+    }
 }
 
-map_config!(base CancelInteractiveSetupParams { provider_lease_id, setup_metadata, reason });
-
 /// Result of `environmentCancelInteractiveSetup`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -329,7 +286,6 @@ pub struct CancelInteractiveSetupResult {
     /// Final status.
     pub status: CancelStatus,
     /// Provider metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 
@@ -340,32 +296,22 @@ impl CancelInteractiveSetupResult {
     }
 }
 
-/// Params of `environmentDeleteTemplate`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct DeleteTemplateParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The template to delete.
-    pub template_ref: String,
-    /// Its kind.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template_kind: Option<TemplateKind>,
-    /// Template metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<JsonObject>,
-    /// Why (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+params_struct! {
+    /// Params of `environmentDeleteTemplate`.
+    pub struct DeleteTemplateParams {
+        /// The template to delete.
+        pub template_ref: String,
+        /// Its kind.
+        pub template_kind: Option<TemplateKind>,
+        /// Template metadata.
+        pub metadata: Option<JsonObject>,
+        /// Why (`null` reads as absent).
+        pub reason: Option<String>,
+    }
 }
 
-map_config!(base DeleteTemplateParams { template_ref, template_kind, metadata, reason });
-
 /// Result of `environmentDeleteTemplate`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -373,7 +319,6 @@ pub struct DeleteTemplateResult {
     /// Whether a template was deleted.
     pub deleted: bool,
     /// Provider metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 

@@ -27,8 +27,54 @@ use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_with::skip_serializing_none;
 
 use super::lease::open_enum;
+
+/// A message of a bound stream: the open's `hostRouteId` and the open answer's
+/// `workerSessionId`, then the message's own fields, with a `new` taking them all in that order
+/// (`as into` fields as `impl Into<T>`).
+macro_rules! bound_message {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* pub $field:ident: $ty:ty $(as $into:ident)? ),* $(,)?
+        }
+        $(#[$new_meta:meta])*
+        fn new;
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+        #[serde(rename_all = "camelCase")]
+        #[non_exhaustive]
+        pub struct $name {
+            /// The open's `hostRouteId`.
+            pub host_route_id: String,
+            /// The open answer's `workerSessionId`.
+            pub worker_session_id: String,
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl $name {
+            $(#[$new_meta])*
+            pub fn new(
+                host_route_id: impl Into<String>,
+                worker_session_id: impl Into<String>,
+                $( $field: bound_message!(@arg $ty $(, $into)?), )*
+            ) -> Self {
+                $name {
+                    host_route_id: host_route_id.into(),
+                    worker_session_id: worker_session_id.into(),
+                    $( $field: bound_message!(@val $field $(, $into)?), )*
+                }
+            }
+        }
+    };
+    (@arg $ty:ty, into) => { impl Into<$ty> };
+    (@arg $ty:ty) => { $ty };
+    (@val $field:ident, into) => { $field.into() };
+    (@val $field:ident) => { $field };
+}
 
 open_enum! {
     /// The fixed login command a terminal runs; the worker maps it to a command of its own
@@ -110,6 +156,7 @@ pub struct LoginPtyStopParams {
 }
 
 /// Params of `loginPtyClose`: close the terminal registered under `hostRouteId`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -117,7 +164,6 @@ pub struct LoginPtyCloseParams {
     /// The authoritative key.
     pub host_route_id: String,
     /// Informative only; never key the close on it (it is absent after a lost open answer).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_session_id: Option<String>,
 }
 
@@ -137,60 +183,24 @@ impl LoginPtyCloseResult {
     }
 }
 
-/// Params of the worker→host `loginPty.output` notification.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct LoginPtyOutputParams {
-    /// The open's `hostRouteId`.
-    pub host_route_id: String,
-    /// The open answer's `workerSessionId`.
-    pub worker_session_id: String,
-    /// Terminal output (non-empty).
-    pub chunk: String,
-}
-
-impl LoginPtyOutputParams {
+bound_message! {
+    /// Params of the worker→host `loginPty.output` notification.
+    pub struct LoginPtyOutputParams {
+        /// Terminal output (non-empty).
+        pub chunk: String as into,
+    }
     /// `chunk` of the terminal bound to `host_route_id` / `worker_session_id`.
-    pub fn new(
-        host_route_id: impl Into<String>,
-        worker_session_id: impl Into<String>,
-        chunk: impl Into<String>,
-    ) -> Self {
-        LoginPtyOutputParams {
-            host_route_id: host_route_id.into(),
-            worker_session_id: worker_session_id.into(),
-            chunk: chunk.into(),
-        }
+    fn new;
+}
+
+bound_message! {
+    /// Params of the worker→host `loginPty.exit` notification.
+    pub struct LoginPtyExitParams {
+        /// The child's exit code, or `null` when it ended without one. Always sent.
+        pub exit_code: Option<i32>,
     }
-}
-
-/// Params of the worker→host `loginPty.exit` notification.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct LoginPtyExitParams {
-    /// The open's `hostRouteId`.
-    pub host_route_id: String,
-    /// The open answer's `workerSessionId`.
-    pub worker_session_id: String,
-    /// The child's exit code, or `null` when it ended without one. Always sent.
-    pub exit_code: Option<i32>,
-}
-
-impl LoginPtyExitParams {
     /// The exit of the terminal bound to `host_route_id` / `worker_session_id`.
-    pub fn new(
-        host_route_id: impl Into<String>,
-        worker_session_id: impl Into<String>,
-        exit_code: Option<i32>,
-    ) -> Self {
-        LoginPtyExitParams {
-            host_route_id: host_route_id.into(),
-            worker_session_id: worker_session_id.into(),
-            exit_code,
-        }
-    }
+    fn new;
 }
 
 /// Raw bytes of a duplex channel, carried on the wire as canonical standard base64 (with
@@ -232,23 +242,11 @@ impl fmt::Debug for ChannelBytes {
     }
 }
 
-impl From<Vec<u8>> for ChannelBytes {
-    fn from(v: Vec<u8>) -> Self {
-        ChannelBytes(v)
-    }
-}
-
-impl From<&str> for ChannelBytes {
-    fn from(v: &str) -> Self {
-        ChannelBytes(v.as_bytes().to_vec())
-    }
-}
-
-impl From<&[u8]> for ChannelBytes {
-    fn from(v: &[u8]) -> Self {
-        ChannelBytes(v.to_vec())
-    }
-}
+impl_from!(ChannelBytes {
+    Vec<u8> => |v| ChannelBytes(v),
+    &str => |v| ChannelBytes(v.as_bytes().to_vec()),
+    &[u8] => |v| ChannelBytes(v.to_vec()),
+});
 
 impl Serialize for ChannelBytes {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -344,56 +342,26 @@ impl DuplexChannelOpenResult {
     }
 }
 
-/// Params of `duplexChannelWrite` (the result is `null`). Act only on the exact live pair.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct DuplexChannelWriteParams {
-    /// The open's `hostRouteId`.
-    pub host_route_id: String,
-    /// The open answer's `workerSessionId`.
-    pub worker_session_id: String,
-    /// The bytes to write to the command's stdin.
-    pub data: ChannelBytes,
-}
-
-impl DuplexChannelWriteParams {
+bound_message! {
+    /// Params of `duplexChannelWrite` (the result is `null`). Act only on the exact live pair.
+    pub struct DuplexChannelWriteParams {
+        /// The bytes to write to the command's stdin.
+        pub data: ChannelBytes as into,
+    }
     /// Write `data` to the channel bound to `host_route_id` / `worker_session_id`.
-    pub fn new(
-        host_route_id: impl Into<String>,
-        worker_session_id: impl Into<String>,
-        data: impl Into<ChannelBytes>,
-    ) -> Self {
-        DuplexChannelWriteParams {
-            host_route_id: host_route_id.into(),
-            worker_session_id: worker_session_id.into(),
-            data: data.into(),
-        }
+    fn new;
+}
+
+bound_message! {
+    /// Params of `duplexChannelStop` (the result is `null`): stop the channel's command.
+    pub struct DuplexChannelStopParams {
     }
-}
-
-/// Params of `duplexChannelStop` (the result is `null`): stop the channel's command.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct DuplexChannelStopParams {
-    /// The open's `hostRouteId`.
-    pub host_route_id: String,
-    /// The open answer's `workerSessionId`.
-    pub worker_session_id: String,
-}
-
-impl DuplexChannelStopParams {
     /// Stop the channel bound to `host_route_id` / `worker_session_id`.
-    pub fn new(host_route_id: impl Into<String>, worker_session_id: impl Into<String>) -> Self {
-        DuplexChannelStopParams {
-            host_route_id: host_route_id.into(),
-            worker_session_id: worker_session_id.into(),
-        }
-    }
+    fn new;
 }
 
 /// Params of `duplexChannelClose`: close the channel registered under `hostRouteId`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -401,7 +369,6 @@ pub struct DuplexChannelCloseParams {
     /// The authoritative key.
     pub host_route_id: String,
     /// Informative only; never key the close on it (it is absent after a lost open answer).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_session_id: Option<String>,
 }
 
@@ -413,6 +380,7 @@ impl DuplexChannelCloseParams {
 }
 
 /// Result of `duplexChannelClose`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -420,7 +388,6 @@ pub struct DuplexChannelCloseResult {
     /// The close's `hostRouteId`.
     pub host_route_id: String,
     /// The bound session, echoed on a bound close; absent when none was bound yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_session_id: Option<String>,
 }
 
@@ -431,65 +398,27 @@ impl DuplexChannelCloseResult {
     }
 }
 
-/// Params of the worker→host `duplexChannel.data` notification.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct DuplexChannelDataParams {
-    /// The open's `hostRouteId`.
-    pub host_route_id: String,
-    /// The open answer's `workerSessionId`.
-    pub worker_session_id: String,
-    /// Output bytes (non-empty).
-    pub chunk: ChannelBytes,
-}
-
-impl DuplexChannelDataParams {
+bound_message! {
+    /// Params of the worker→host `duplexChannel.data` notification.
+    pub struct DuplexChannelDataParams {
+        /// Output bytes (non-empty).
+        pub chunk: ChannelBytes as into,
+    }
     /// `chunk` of the channel bound to `host_route_id` / `worker_session_id`.
-    pub fn new(
-        host_route_id: impl Into<String>,
-        worker_session_id: impl Into<String>,
-        chunk: impl Into<ChannelBytes>,
-    ) -> Self {
-        DuplexChannelDataParams {
-            host_route_id: host_route_id.into(),
-            worker_session_id: worker_session_id.into(),
-            chunk: chunk.into(),
-        }
+    fn new;
+}
+
+bound_message! {
+    /// Params of the worker→host `duplexChannel.exit` notification.
+    pub struct DuplexChannelExitParams {
+        /// The command's exit code, or `null` when it ended without one. Always sent.
+        pub exit_code: Option<i32>,
+        /// True when the transport closed without exit data (not a process exit). Always sent.
+        #[serde(default)]
+        pub transport_closed: bool,
     }
-}
-
-/// Params of the worker→host `duplexChannel.exit` notification.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct DuplexChannelExitParams {
-    /// The open's `hostRouteId`.
-    pub host_route_id: String,
-    /// The open answer's `workerSessionId`.
-    pub worker_session_id: String,
-    /// The command's exit code, or `null` when it ended without one. Always sent.
-    pub exit_code: Option<i32>,
-    /// True when the transport closed without exit data (not a process exit). Always sent.
-    #[serde(default)]
-    pub transport_closed: bool,
-}
-
-impl DuplexChannelExitParams {
     /// The exit of the channel bound to `host_route_id` / `worker_session_id`.
-    pub fn new(
-        host_route_id: impl Into<String>,
-        worker_session_id: impl Into<String>,
-        exit_code: Option<i32>,
-        transport_closed: bool,
-    ) -> Self {
-        DuplexChannelExitParams {
-            host_route_id: host_route_id.into(),
-            worker_session_id: worker_session_id.into(),
-            exit_code,
-            transport_closed,
-        }
-    }
+    fn new;
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use super::lease::JsonObject;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use serde_with::skip_serializing_none;
 
 use super::lease::wire::lenient_count;
 use super::lease::{open_enum, EnvironmentBaseParams, Lease};
@@ -23,28 +24,20 @@ pub const MINIMUM_TIMEOUT_MS_MIN: u64 = 1;
 /// The largest valid `minimumTimeoutMs` (30 minutes).
 pub const MINIMUM_TIMEOUT_MS_MAX: u64 = 1_800_000;
 
-/// Params of `environmentSyncIn` and `environmentSyncOut` (D.10).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct SyncParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease.
-    pub lease: Lease,
-    /// Operations, applied strictly in order.
-    pub operations: Vec<SyncOperation>,
-    /// The raw `minimumTimeoutMs` (`paperclip-2026-11`); a present `null` is `Some(Null)`.
-    /// Read it with [`SyncParams::minimum_timeout_ms`].
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64", range(min = 1, max = 1_800_000))]
-    pub minimum_timeout_ms: Option<Value>,
+params_struct! {
+    /// Params of `environmentSyncIn` and `environmentSyncOut` (D.10).
+    pub struct SyncParams {
+        /// The lease.
+        pub lease: Lease,
+        /// Operations, applied strictly in order.
+        pub operations: Vec<SyncOperation>,
+        /// The raw `minimumTimeoutMs` (`paperclip-2026-11`); a present `null` is `Some(Null)`.
+        /// Read it with [`SyncParams::minimum_timeout_ms`].
+        #[serde(default, deserialize_with = "present")]
+        #[schemars(with = "u64", range(min = 1, max = 1_800_000))]
+        pub minimum_timeout_ms: Option<Value>,
+    }
 }
-
-map_config!(base SyncParams { lease, operations, minimum_timeout_ms });
 
 /// Params of `environmentSyncIn`.
 pub type SyncInParams<C = JsonObject> = SyncParams<C>;
@@ -153,6 +146,7 @@ pub fn effective_sync_timeout_ms(params_minimum: Option<u64>, configured_ms: u64
 }
 
 /// One ordered unit of transfer work (`PluginSyncOperation`).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -162,7 +156,6 @@ pub struct SyncOperation {
     /// File mappings.
     pub files: Vec<FileMapping>,
     /// Commands run after the files land, in order, fail-fast; treat each as opaque.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_upload_commands: Option<Vec<PostUploadCommand>>,
 }
 
@@ -179,6 +172,7 @@ impl SyncOperation {
 }
 
 /// A command run after an operation's files land (`PluginPostUploadCommand`).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -186,10 +180,9 @@ pub struct PostUploadCommand {
     /// The adapter-authored shell command; run verbatim, never rewritten.
     pub command: String,
     /// Absolute working directory confined to the operation's target root.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// Per-command timeout in ms.
-    #[serde(default, deserialize_with = "lenient_count", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "lenient_count")]
     pub timeout_ms: Option<u64>,
 }
 
@@ -223,6 +216,7 @@ open_enum! {
 
 /// One source→target transfer (`PluginSyncFileMapping`). Sync-in goes host→sandbox,
 /// sync-out sandbox→host.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -234,19 +228,14 @@ pub struct FileMapping {
     /// File or directory.
     pub kind: MappingKind,
     /// POSIX mode for the target (also files inside a directory mapping).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<u32>,
     /// Globs to exclude (directory mappings).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude: Option<Vec<String>>,
     /// Dereference symlinks, as tar's `-h`; falsy preserves links.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follow_symlinks: Option<bool>,
     /// Advisory access intent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<SyncAccess>,
     /// Advisory final read-write directory when `access` is `rw`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writable_path: Option<String>,
 }
 

@@ -11,10 +11,9 @@
 //! [`TaskOperation::validate`], [`TaskResult::validate`] and, for the pairing,
 //! [`TaskResult::check_answers`]. A driver offers tasks by declaring `supportsTasks: true`.
 
-use std::fmt;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 use super::lease::{JsonObject, Lease};
 use super::workspace::SecretHeader;
@@ -36,6 +35,7 @@ pub const TASK_RESPONSE_MISMATCH_MESSAGE: &str =
     "Invalid plugin-provided Runner execution response";
 
 /// Params of `environmentTask`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -46,9 +46,9 @@ pub struct EnvironmentTaskParams {
     pub company_id: String,
     /// The environment; `null` during cleanup after the environment was deleted.
     #[serde(default)]
+    #[serialize_always]
     pub environment_id: Option<String>,
     /// The issue, when the run has one (`null` reads as absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issue_id: Option<String>,
     /// The environment config.
     #[serde(default)]
@@ -59,9 +59,11 @@ pub struct EnvironmentTaskParams {
     pub task_id: String,
     /// The run; `null` during cleanup after the run was deleted.
     #[serde(default)]
+    #[serialize_always]
     pub run_id: Option<String>,
     /// The agent, or `null`.
     #[serde(default)]
+    #[serialize_always]
     pub agent_id: Option<String>,
     /// The company-validated projects to prepare on submit; empty during cleanup.
     #[serde(default)]
@@ -148,41 +150,23 @@ pub enum TaskOperation {
     Stop {},
 }
 
-/// The kind of a [`TaskOperation`] or [`TaskResult`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum TaskKind {
-    /// `submit`.
-    Submit,
-    /// `status` (an operation and a result kind).
-    Status,
-    /// `connection` (an operation and a result kind).
-    Connection,
-    /// `complete`.
-    Complete,
-    /// `stop`.
-    Stop,
-    /// `accepted` (a result kind).
-    Accepted,
-}
-
-impl TaskKind {
-    /// The wire string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskKind::Submit => "submit",
-            TaskKind::Status => "status",
-            TaskKind::Connection => "connection",
-            TaskKind::Complete => "complete",
-            TaskKind::Stop => "stop",
-            TaskKind::Accepted => "accepted",
-        }
-    }
-}
-
-impl fmt::Display for TaskKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+wire_enum! {
+    /// The kind of a [`TaskOperation`] or [`TaskResult`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum TaskKind {
+        /// `submit`.
+        Submit = "submit",
+        /// `status` (an operation and a result kind).
+        Status = "status",
+        /// `connection` (an operation and a result kind).
+        Connection = "connection",
+        /// `complete`.
+        Complete = "complete",
+        /// `stop`.
+        Stop = "stop",
+        /// `accepted` (a result kind).
+        Accepted = "accepted",
     }
 }
 

@@ -5,50 +5,40 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
 
 use super::lease::{EnvironmentBaseParams, JsonObject, Lease};
 use crate::secret::Secret;
 
 /// The workspace to realize (`workspace` of D.8).
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct WorkspaceSpec {
     /// The host-side path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_path: Option<String>,
     /// The sandbox-side path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_path: Option<String>,
     /// The workspace mode (host-defined string).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// Host metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]
     pub extra: JsonObject,
 }
 
-/// Params of `environmentRealizeWorkspace` (D.8).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct RealizeWorkspaceParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease.
-    pub lease: Lease,
-    /// The workspace.
-    #[serde(default)]
-    pub workspace: WorkspaceSpec,
+params_struct! {
+    /// Params of `environmentRealizeWorkspace` (D.8).
+    pub struct RealizeWorkspaceParams {
+        /// The lease.
+        pub lease: Lease,
+        /// The workspace.
+        #[serde(default)]
+        pub workspace: WorkspaceSpec,
+    }
 }
-
-map_config!(base RealizeWorkspaceParams { lease, workspace });
 
 impl RealizeWorkspaceParams {
     /// Params for `workspace` in `lease`.
@@ -59,6 +49,7 @@ impl RealizeWorkspaceParams {
 
 /// Result of `environmentRealizeWorkspace` (D.8). Do not return a `workspaceRealization`
 /// record; the host builds it.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -67,7 +58,6 @@ pub struct RealizeWorkspaceResult {
     /// `metadata.remoteCwd`, then `remotePath`, then `localPath`.
     pub cwd: String,
     /// Provider metadata.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<JsonObject>,
 }
 
@@ -84,25 +74,17 @@ impl RealizeWorkspaceResult {
     }
 }
 
-/// Params of `environmentRunnerIngressEndpoint` (D.11).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-#[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
-#[schemars(bound = "C: JsonSchema + Default + Serialize")]
-pub struct RunnerIngressEndpointParams<C = JsonObject> {
-    /// The base params.
-    #[serde(flatten)]
-    pub base: EnvironmentBaseParams<C>,
-    /// The lease.
-    pub lease: Lease,
-    /// The sandbox port the runner listens on.
-    pub port: u16,
-    /// The URL path; the endpoint's pathname must equal it.
-    pub path: String,
+params_struct! {
+    /// Params of `environmentRunnerIngressEndpoint` (D.11).
+    pub struct RunnerIngressEndpointParams {
+        /// The lease.
+        pub lease: Lease,
+        /// The sandbox port the runner listens on.
+        pub port: u16,
+        /// The URL path; the endpoint's pathname must equal it.
+        pub path: String,
+    }
 }
-
-map_config!(base RunnerIngressEndpointParams { lease, port, path });
 
 impl RunnerIngressEndpointParams {
     /// Params for `port` and `path` in `lease`.

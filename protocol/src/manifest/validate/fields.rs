@@ -10,27 +10,24 @@ use crate::manifest::report::code;
 
 const CRON_MESSAGE: &str = "schedule must be a valid 5-field cron expression (e.g. '*/15 * * * *')";
 
-/// Array fields whose element contents this validator does not check.
-pub(crate) const UNCHECKED_ARRAYS: &[&str] = &[
-    "apiRoutes",
-    "agents",
-    "projects",
-    "routines",
-    "skills",
-    "localFolders",
-    "objectReferences",
-    "launchers",
-];
+/// True for the array fields whose element contents this validator does not check.
+pub(crate) fn is_unchecked_array(key: &str) -> bool {
+    matches!(
+        key,
+        "apiRoutes"
+            | "agents"
+            | "projects"
+            | "routines"
+            | "skills"
+            | "localFolders"
+            | "objectReferences"
+            | "launchers"
+    )
+}
 
 /// `jobs`: `{jobKey, displayName, description?, schedule?}`.
 pub(crate) fn check_jobs(cx: &mut Ctx, v: &Value) {
-    zod::array(cx, Some(v), &[], |cx, item| {
-        let Some(job) = zod::object(cx, Some(item)) else { return };
-        min1(cx, job, "jobKey");
-        min1(cx, job, "displayName");
-        zod::optional(cx, job, "description", |cx, v| {
-            zod::string(cx, Some(v), &[]);
-        });
+    named_items(cx, v, "jobKey", |cx, job| {
         zod::optional(cx, job, "schedule", |cx, v| {
             if let Some(s) = zod::string(cx, Some(v), &[]) {
                 if !patterns::is_cron(s) {
@@ -43,13 +40,20 @@ pub(crate) fn check_jobs(cx: &mut Ctx, v: &Value) {
 
 /// `webhooks`: `{endpointKey, displayName, description?}`.
 pub(crate) fn check_webhooks(cx: &mut Ctx, v: &Value) {
+    named_items(cx, v, "endpointKey", |_, _| {});
+}
+
+/// An array of `{<key>, displayName, description?, …}` objects; `rest` checks the other fields
+/// of each item, after those.
+fn named_items(cx: &mut Ctx, v: &Value, key: &str, rest: impl Fn(&mut Ctx, &Map<String, Value>)) {
     zod::array(cx, Some(v), &[], |cx, item| {
-        let Some(hook) = zod::object(cx, Some(item)) else { return };
-        min1(cx, hook, "endpointKey");
-        min1(cx, hook, "displayName");
-        zod::optional(cx, hook, "description", |cx, v| {
+        let Some(item) = zod::object(cx, Some(item)) else { return };
+        min1(cx, item, key);
+        min1(cx, item, "displayName");
+        zod::optional(cx, item, "description", |cx, v| {
             zod::string(cx, Some(v), &[]);
         });
+        rest(cx, item);
     });
 }
 

@@ -127,28 +127,28 @@ fn check_manifest(cx: &mut Ctx, value: &Value) {
             zod::string(cx, Some(v), &[Check::Min(1)]);
         });
     });
-    zod::optional(cx, m, "instanceConfigSchema", |cx, v| zod::json_schema(cx, Some(v)));
-    zod::optional(cx, m, "jobs", fields::check_jobs);
-    zod::optional(cx, m, "webhooks", fields::check_webhooks);
-    zod::optional(cx, m, "tools", fields::check_tools);
-    zod::optional(cx, m, "database", fields::check_database);
-    zod::optional(cx, m, "apiRoutes", fields::check_unchecked_array);
-    zod::optional(cx, m, "environmentDrivers", |cx, v| {
-        zod::array(cx, Some(v), &[], driver::check_driver);
-    });
-    for key in [
-        "agents",
-        "projects",
-        "routines",
-        "skills",
-        "localFolders",
-        "objectReferences",
-        "launchers",
-    ] {
-        zod::optional(cx, m, key, fields::check_unchecked_array);
+    // The optional fields after `entrypoints`, in declaration order.
+    let optional = TOP_LEVEL_FIELDS.iter().position(|k| *k == "instanceConfigSchema").unwrap_or(0);
+    for &key in &TOP_LEVEL_FIELDS[optional..] {
+        let check: fn(&mut Ctx, &Value) = match key {
+            "instanceConfigSchema" => |cx, v| zod::json_schema(cx, Some(v)),
+            "jobs" => fields::check_jobs,
+            "webhooks" => fields::check_webhooks,
+            "tools" => fields::check_tools,
+            "database" => fields::check_database,
+            "environmentDrivers" => |cx, v| {
+                zod::array(cx, Some(v), &[], driver::check_driver);
+            },
+            "ui" => fields::check_ui,
+            _ => {
+                debug_assert!(fields::is_unchecked_array(key), "{key} has no check");
+                fields::check_unchecked_array
+            }
+        };
+        zod::optional(cx, m, key, check);
     }
-    zod::optional(cx, m, "ui", fields::check_ui);
-    for key in fields::UNCHECKED_ARRAYS.iter().copied().chain(["database", "ui"]) {
+    let unchecked = TOP_LEVEL_FIELDS.iter().copied().filter(|k| fields::is_unchecked_array(k));
+    for key in unchecked.chain(["database", "ui"]) {
         if m.contains_key(key) {
             fields::warn_unchecked(cx, key);
         }

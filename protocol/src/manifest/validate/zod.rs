@@ -8,6 +8,8 @@
 
 use serde_json::{Map, Value};
 
+/// JavaScript regex `\s` and `String.prototype.trim` whitespace: the set the JSON-RPC framing trims.
+pub(crate) use crate::jsonrpc::is_js_whitespace as is_js_space;
 use crate::manifest::report::{code, Issue};
 use crate::profile::HostProfile;
 
@@ -185,21 +187,6 @@ fn js_string_to_number(s: &str) -> f64 {
     } else {
         f64::NAN
     }
-}
-
-/// JavaScript `\s` and `String.prototype.trim` whitespace.
-pub(crate) fn is_js_space(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200A}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202F}'
-                | '\u{205F}'
-                | '\u{3000}'
-                | '\u{FEFF}'
-    )
 }
 
 /// A JavaScript comparison result (false when either side is NaN), named for readability.
