@@ -121,6 +121,26 @@ impl Lease {
         self
     }
 
+    /// Sets `metadata.remoteCwd`, the directory inside the sandbox where the host runs commands
+    /// that name no `cwd` and under which it places its sync targets (other metadata keys are
+    /// kept). Without it the host falls back to `/tmp`.
+    pub fn with_remote_cwd(mut self, remote_cwd: impl Into<String>) -> Self {
+        self.metadata
+            .get_or_insert_with(JsonObject::new)
+            .insert(Self::REMOTE_CWD.into(), serde_json::Value::String(remote_cwd.into()));
+        self
+    }
+
+    /// `metadata.remoteCwd` as the host reads it: a string, trimmed, `None` when absent, not a
+    /// string or blank.
+    pub fn remote_cwd(&self) -> Option<&str> {
+        let cwd = self.metadata.as_ref()?.get(Self::REMOTE_CWD)?.as_str()?.trim();
+        (!cwd.is_empty()).then_some(cwd)
+    }
+
+    /// The metadata key of the lease's working directory: `remoteCwd`.
+    pub const REMOTE_CWD: &'static str = "remoteCwd";
+
     /// Sets the expiry (an ISO 8601 timestamp).
     pub fn with_expires_at(mut self, expires_at: impl Into<String>) -> Self {
         self.expires_at = Some(Some(expires_at.into()));

@@ -260,3 +260,23 @@ fn config_maps_to_a_typed_config_keeping_every_other_field() {
     assert_eq!(typed.base.company_id, "c1");
     assert_eq!(typed.requested_cwd.as_deref(), Some("/w"));
 }
+
+#[test]
+fn remote_cwd_is_set_into_metadata_and_read_as_the_host_reads_it() {
+    let mut meta = JsonObject::new();
+    meta.insert("zone".into(), json!("a"));
+    let lease = Lease::new("l1").with_metadata(meta).with_remote_cwd("/work/l1");
+    assert_eq!(
+        serde_json::to_value(&lease).unwrap(),
+        json!({"providerLeaseId": "l1", "metadata": {"zone": "a", "remoteCwd": "/work/l1"}})
+    );
+    assert_eq!(lease.remote_cwd(), Some("/work/l1"));
+    assert_eq!(Lease::new("l2").remote_cwd(), None);
+    for (value, want) in [(json!("  /w  "), Some("/w")), (json!("   "), None), (json!(3), None)] {
+        let lease: Lease = serde_json::from_value(
+            json!({"providerLeaseId": "x", "metadata": {"remoteCwd": value}}),
+        )
+        .unwrap();
+        assert_eq!(lease.remote_cwd(), want);
+    }
+}
