@@ -371,13 +371,9 @@ impl<C: LocalSettings> LocalDriver<C> {
     /// `syncTimeoutMs`).
     pub async fn sync(&self, direction: Direction, params: &SyncParams<C>) -> Result<SyncResult> {
         let cfg = &params.base.config;
-        // (`SyncParams::effective_timeout_ms` is written for the JSON-object config only.)
-        let minimum = match self.profile.is_november() {
-            true => psync::validate_minimum_timeout_ms(params.minimum_timeout_ms.as_ref())
-                .map_err(|e| LocalError::invalid(e.to_string()))?,
-            false => None,
-        };
-        let timeout_ms = psync::effective_sync_timeout_ms(minimum, cfg.sync_timeout_ms().get());
+        let timeout_ms =
+            sync::effective_timeout_ms(params, self.profile, cfg.sync_timeout_ms().get())
+                .map_err(|e| LocalError::invalid(e.to_string()))?;
         let store = LeaseStore::open(&cfg.resolved_root(), self.groups.clone())?;
         let dir = store.active_dir(lease_id(&params.lease)?)?;
         let ops = params
