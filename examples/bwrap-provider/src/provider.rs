@@ -1,4 +1,4 @@
-//! [`BwrapProvider`]: a [`LocalProvider`] whose `execute` wraps commands with bubblewrap.
+//! [`BwrapProvider`]: a [`LocalProvider`](local_provider::provider::LocalProvider) whose `execute` wraps commands with bubblewrap.
 //!
 //! Every hook but `probe` and `execute` is the local provider's, unchanged.
 //! The mode of a call is decided per call ([`BwrapProvider::mode_for`]):
