@@ -34,7 +34,7 @@ use crate::duplex::DuplexChannels;
 use crate::error::{ErrorKind, LocalError, Result};
 use crate::exec::{self, ExecRequest, OutputSink, ProcessGroups};
 use crate::leases::{self, Disposition, LeaseStore, ReceiptState};
-use crate::sync::{self, Direction, FileMapping, MappingKind, PostUploadCommand, SyncOperation};
+use crate::sync::{self, Direction};
 
 /// The local provider: [`LocalDriver`] with the local config, and its plugin manifest.
 ///
@@ -376,12 +376,7 @@ impl<C: LocalSettings> LocalDriver<C> {
                 .map_err(|e| LocalError::invalid(e.to_string()))?;
         let store = LeaseStore::open(&cfg.resolved_root(), self.groups.clone())?;
         let dir = store.active_dir(lease_id(&params.lease)?)?;
-        let ops = params
-            .operations
-            .iter()
-            .enumerate()
-            .map(to_core_operation)
-            .collect::<Result<Vec<_>>>()?;
+        let ops = sync::operations_from_wire(&params.operations)?;
         let results =
             sync::sync(direction, &dir, ops, Duration::from_millis(timeout_ms), &self.groups)
                 .await?;
@@ -398,49 +393,6 @@ impl<C: LocalSettings> LocalDriver<C> {
                 .collect(),
         ))
     }
-}
-
-/// The largest `mode` a mapping may carry: POSIX permission bits with setuid, setgid and
-/// sticky (which are accepted but never applied).
-pub const MAX_MODE: u32 = 0o7777;
-
-fn to_core_operation((i, op): (usize, &psync::SyncOperation)) -> Result<SyncOperation> {
-    let mut files = Vec::with_capacity(op.files.len());
-    for (j, f) in op.files.iter().enumerate() {
-        if f.mode.is_some_and(|m| m > MAX_MODE) {
-            return Err(LocalError::invalid(format!(
-                "operations[{i}].files[{j}].mode must be POSIX permission bits (0 to 0o7777)"
-            )));
-        }
-        let kind = match f.kind {
-            psync::MappingKind::File => MappingKind::File,
-            psync::MappingKind::Directory => MappingKind::Directory,
-            other => {
-                return Err(LocalError::invalid(format!("unsupported mapping kind {other:?}")))
-            }
-        };
-        files.push(FileMapping {
-            source_path: PathBuf::from(&f.source_path),
-            target_path: PathBuf::from(&f.target_path),
-            kind,
-            mode: f.mode,
-            exclude: f.exclude.clone().unwrap_or_default(),
-            follow_symlinks: f.follow_symlinks.unwrap_or(false),
-        });
-    }
-    Ok(SyncOperation {
-        operation_id: op.operation_id.clone(),
-        files,
-        post_upload_commands: op
-            .post_upload_commands()
-            .iter()
-            .map(|c| PostUploadCommand {
-                command: c.command.clone(),
-                cwd: c.cwd.as_ref().map(PathBuf::from),
-                timeout_ms: c.timeout_ms,
-            })
-            .collect(),
-    })
 }
 
 #[cfg(test)]

@@ -6,15 +6,15 @@
 //!   stderr captured; killed on drop.
 //! * [`fuzz`]: the bodies of the fuzz targets (arbitrary bytes into the runtime, arbitrary
 //!   JSON into the manifest validator).
-//! * [`assert_manifest_valid`] and [`assert_manifest_snapshot`]: a derived manifest checked by
+//! * [`assert_manifest`] ([`assert_manifest_valid`] and [`assert_manifest_snapshot`]): a derived manifest checked by
 //!   the protocol's validator for every profile, and pinned by a committed JSON snapshot.
 
 pub mod fuzz;
 mod manifest;
 
 pub use manifest::{
-    assert_json_snapshot, assert_manifest_snapshot, assert_manifest_valid, manifest_snapshot,
-    UPDATE_SNAPSHOTS,
+    assert_json_snapshot, assert_manifest, assert_manifest_snapshot, assert_manifest_valid,
+    manifest_snapshot, UPDATE_SNAPSHOTS,
 };
 
 use std::collections::HashMap;
