@@ -15,11 +15,10 @@
 //! Other keys (the host may add some, such as `timeoutMs`) are accepted and kept in
 //! [`LocalConfig::other`], so the normalized config keeps them.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use paperclip_sandbox_protocol::methods::lease::JsonObject;
-use paperclip_sandbox_sdk::schemars::{self, json_schema, JsonSchema, Schema, SchemaGenerator};
+use paperclip_sandbox_sdk::schemars::{self, JsonSchema};
 use serde::de::{Error as _, Unexpected};
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -88,7 +87,8 @@ impl LocalSettings for LocalConfig {
 }
 
 /// The `root` key: an absolute path (`config.root: expected an absolute path` otherwise).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transparent, inline, title = "Lease root")]
 pub struct LeaseRoot(PathBuf);
 
 impl LeaseRoot {
@@ -108,27 +108,11 @@ impl<'de> Deserialize<'de> for LeaseRoot {
     }
 }
 
-impl JsonSchema for LeaseRoot {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        "LeaseRoot".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "title": "Lease root",
-        })
-    }
-}
-
 /// The `syncTimeoutMs` key: a whole number of milliseconds from 1 to [`MAX_SYNC_TIMEOUT_MS`],
 /// [`DEFAULT_SYNC_TIMEOUT_MS`] when absent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct SyncTimeoutMs(u64);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transparent, inline)]
+pub struct SyncTimeoutMs(#[schemars(range(min = 1, max = MAX_SYNC_TIMEOUT_MS))] u64);
 
 impl SyncTimeoutMs {
     /// The timeout in milliseconds.
@@ -152,26 +136,6 @@ impl<'de> Deserialize<'de> for SyncTimeoutMs {
                 &"a whole number from 1 to 2147483647",
             )),
         }
-    }
-}
-
-impl JsonSchema for SyncTimeoutMs {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        "SyncTimeoutMs".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "integer",
-            "format": "uint64",
-            "minimum": 1,
-            "maximum": MAX_SYNC_TIMEOUT_MS,
-            "default": DEFAULT_SYNC_TIMEOUT_MS,
-        })
     }
 }
 

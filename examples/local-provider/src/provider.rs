@@ -187,10 +187,13 @@ impl<C: LocalSettings> LocalDriver<C> {
         &self.groups
     }
 
-    /// Records where lease `id` lives (from the `config` of a call naming it), so methods
-    /// whose params carry no config (the duplex channels) can find it.
-    pub fn remember_lease(&self, config: &C, id: &str) {
-        self.channels.remember_lease(id, &config.resolved_root());
+    /// Records where lease `id` lives (from the `config` of a call naming it: acquire,
+    /// resume, realize, execute), so methods whose params carry no config (the duplex
+    /// channels) can find it.
+    pub fn remember_lease(&self, config: &C, id: Option<&str>) {
+        if let Some(id) = id {
+            self.channels.remember_lease(id, &config.resolved_root());
+        }
     }
 
     /// Idle-sleep drain check: background work is a command still running in any lease
@@ -287,14 +290,19 @@ impl<C: LocalSettings> LocalDriver<C> {
     pub async fn acquire(&self, params: &AcquireLeaseParams<C>) -> Result<Lease> {
         let store = store(&params.base.config, &self.groups)?;
         let requested = params.requested_expires_at.clone();
-        blocking(move || store.acquire(requested.as_deref())).await.map(to_wire_lease)
+        let lease =
+            blocking(move || store.acquire(requested.as_deref())).await.map(to_wire_lease)?;
+        self.remember_lease(&params.base.config, lease.provider_lease_id.as_deref());
+        Ok(lease)
     }
 
     /// `environmentResumeLease`: the lease, or `{providerLeaseId: null, metadata: {expired: true}}`.
     pub async fn resume(&self, params: &ResumeLeaseParams<C>) -> Result<Lease> {
         let store = store(&params.base.config, &self.groups)?;
         let id = params.provider_lease_id.clone();
-        blocking(move || store.resume(&id)).await.map(to_wire_lease)
+        let lease = blocking(move || store.resume(&id)).await.map(to_wire_lease)?;
+        self.remember_lease(&params.base.config, lease.provider_lease_id.as_deref());
+        Ok(lease)
     }
 
     /// `environmentReleaseLease`: by `resourceDisposition` (default destroy).
@@ -337,6 +345,7 @@ impl<C: LocalSettings> LocalDriver<C> {
         &self,
         params: &RealizeWorkspaceParams<C>,
     ) -> Result<RealizeWorkspaceResult> {
+        self.remember_lease(&params.base.config, params.lease.provider_lease_id.as_deref());
         let store = store(&params.base.config, &self.groups)?;
         let id = lease_id(&params.lease)?.to_string();
         let remote = params.workspace.remote_path.clone();
@@ -353,6 +362,7 @@ impl<C: LocalSettings> LocalDriver<C> {
         sink: &mut impl OutputSink,
         cancel: impl Future<Output = ()>,
     ) -> Result<ExecuteResult> {
+        self.remember_lease(&params.base.config, params.lease.provider_lease_id.as_deref());
         let store = store(&params.base.config, &self.groups)?;
         let dir = store.active_dir(lease_id(&params.lease)?)?;
         let req = ExecRequest {

@@ -117,11 +117,7 @@ impl<C: LocalSettings> SandboxProvider for LocalDriver<C> {
         params: AcquireLeaseParams<C>,
         _cx: Context,
     ) -> HookResult<AcquireLeaseResult> {
-        let lease = self.acquire(&params).await.map_err(wire_error)?;
-        if let Some(id) = &lease.provider_lease_id {
-            self.remember_lease(&params.base.config, id);
-        }
-        Ok(lease)
+        self.acquire(&params).await.map_err(wire_error)
     }
 
     async fn resume_lease(
@@ -129,11 +125,7 @@ impl<C: LocalSettings> SandboxProvider for LocalDriver<C> {
         params: ResumeLeaseParams<C>,
         _cx: Context,
     ) -> HookResult<ResumeLeaseResult> {
-        let lease = self.resume(&params).await.map_err(wire_error)?;
-        if let Some(id) = &lease.provider_lease_id {
-            self.remember_lease(&params.base.config, id);
-        }
-        Ok(lease)
+        self.resume(&params).await.map_err(wire_error)
     }
 
     async fn release_lease(
@@ -174,16 +166,10 @@ impl<C: LocalSettings> SandboxProvider for LocalDriver<C> {
         params: RealizeWorkspaceParams<C>,
         _cx: Context,
     ) -> HookResult<RealizeWorkspaceResult> {
-        if let Some(id) = &params.lease.provider_lease_id {
-            self.remember_lease(&params.base.config, id);
-        }
         self.realize(&params).await.map_err(wire_error)
     }
 
     async fn execute(&self, params: ExecuteParams<C>, cx: Context) -> HookResult<ExecuteResult> {
-        if let Some(id) = &params.lease.provider_lease_id {
-            self.remember_lease(&params.base.config, id);
-        }
         let cancel = cx.cancellation().clone();
         let mut sink = &cx;
         LocalDriver::execute(self, &params, &mut sink, async move { cancel.cancelled().await })
