@@ -5,58 +5,50 @@
 //! | `root`, `syncTimeoutMs` | as in [`local_provider::config`] | as there |
 //! | `bwrap` | `"auto"` (wrap when the prerequisites hold) or `"off"` (never wrap) | `"auto"` |
 //!
-//! Config values are never quoted in error messages.
-//!
-//! The runtime validation is the local provider's
-//! ([`LocalConfig::validate`](local_provider::config::LocalConfig::validate)) plus
-//! [`BwrapSetting::from_config`]; the driver's `configSchema` is derived from [`BwrapConfig`],
-//! which mirrors the keys they read ([`CONFIG_KEYS`]).
+//! [`BwrapConfig`] is the driver's typed config: the SDK parses each call's config into it
+//! and answers a config that does not fit with the path, never the value
+//! (`config.bwrap: expected one of `auto`, `off``). It reuses the local provider's key types
+//! and implements [`LocalSettings`], so the local provider's hooks run with it (the bwrap
+//! provider delegates them to `LocalDriver<BwrapConfig>`). Other keys are kept, as the local
+//! provider keeps them.
 
 use std::borrow::Cow;
-use std::path::PathBuf;
 
-use local_provider::config::{DEFAULT_SYNC_TIMEOUT_MS, MAX_SYNC_TIMEOUT_MS};
+use local_provider::config::{LeaseRoot, LocalSettings, SyncTimeoutMs};
+use paperclip_sandbox_protocol::methods::lease::JsonObject;
 use paperclip_sandbox_sdk::schemars::{self, json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-/// The config key choosing whether commands are wrapped.
-pub const BWRAP_KEY: &str = "bwrap";
-
-/// The keys the provider reads: the local provider's `root` and `syncTimeoutMs`, and
-/// [`BWRAP_KEY`]; every other key is ignored. The `configSchema` ([`BwrapConfig`]) has exactly
-/// these properties.
-pub const CONFIG_KEYS: &[&str] = &["root", "syncTimeoutMs", BWRAP_KEY];
 
 /// Where the leases live, how long a native sync may take, and whether commands are wrapped.
 //
-// The source of the driver's `configSchema` (the doc comments are the descriptions the host
-// shows). `root` and `syncTimeoutMs` mirror `LocalConfig`, which validates them at run time
-// (absolute path, range) without quoting values.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+// The driver's `configSchema` (the doc comments are the descriptions the host shows).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BwrapConfig {
-    /// Absolute directory holding the lease directories.
-    #[schemars(
-        title = "Lease root",
-        description = "Absolute directory holding the lease directories (default: $LOCAL_PROVIDER_ROOT, else $TMPDIR/paperclip-local-provider)."
-    )]
-    pub root: Option<PathBuf>,
+    /// Absolute directory holding the lease directories (default: $LOCAL_PROVIDER_ROOT, else $TMPDIR/paperclip-local-provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<LeaseRoot>,
     /// Transfer timeout of a native sync call, in milliseconds.
-    #[serde(default = "default_sync_timeout_ms")]
-    #[schemars(range(min = 1, max = MAX_SYNC_TIMEOUT_MS))]
-    pub sync_timeout_ms: u64,
-    /// Whether commands are wrapped.
     #[serde(default)]
-    #[schemars(
-        title = "bubblewrap wrapper",
-        description = "auto: wrap commands with bubblewrap when its prerequisites hold (advisory, best-effort, no security claim); off: never."
-    )]
+    pub sync_timeout_ms: SyncTimeoutMs,
+    /// auto: wrap commands with bubblewrap when its prerequisites hold (advisory, best-effort, no security claim); off: never.
+    #[serde(default)]
+    #[schemars(title = "bubblewrap wrapper")]
     pub bwrap: BwrapSetting,
+    /// Keys the provider does not read, kept for the normalized config.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub other: JsonObject,
 }
 
-fn default_sync_timeout_ms() -> u64 {
-    DEFAULT_SYNC_TIMEOUT_MS
+impl LocalSettings for BwrapConfig {
+    fn root(&self) -> Option<&LeaseRoot> {
+        self.root.as_ref()
+    }
+
+    fn sync_timeout_ms(&self) -> SyncTimeoutMs {
+        self.sync_timeout_ms
+    }
 }
 
 /// The `bwrap` config setting.
@@ -76,17 +68,6 @@ impl BwrapSetting {
         match self {
             Self::Auto => "auto",
             Self::Off => "off",
-        }
-    }
-
-    /// The setting in a config object: absent or `null` is [`BwrapSetting::Auto`]; anything
-    /// other than `"auto"` or `"off"` is an error message.
-    pub fn from_config(config: &Value) -> Result<Self, String> {
-        match config.get(BWRAP_KEY) {
-            None | Some(Value::Null) => Ok(Self::Auto),
-            Some(Value::String(s)) if s == "auto" => Ok(Self::Auto),
-            Some(Value::String(s)) if s == "off" => Ok(Self::Off),
-            Some(_) => Err("bwrap must be \"auto\" or \"off\"".into()),
         }
     }
 }
@@ -112,14 +93,12 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn parses_auto_off_and_rejects_the_rest_without_quoting() {
-        assert_eq!(BwrapSetting::from_config(&json!({})), Ok(BwrapSetting::Auto));
-        assert_eq!(BwrapSetting::from_config(&json!({"bwrap": null})), Ok(BwrapSetting::Auto));
-        assert_eq!(BwrapSetting::from_config(&json!({"bwrap": "auto"})), Ok(BwrapSetting::Auto));
-        assert_eq!(BwrapSetting::from_config(&json!({"bwrap": "off"})), Ok(BwrapSetting::Off));
-        let err = BwrapSetting::from_config(&json!({"bwrap": "secret-value"})).unwrap_err();
-        assert!(!err.contains("secret-value"), "{err}");
-        assert!(BwrapSetting::from_config(&json!({"bwrap": true})).is_err());
+    fn parses_auto_and_off_by_default_auto() {
+        let parse = |v| serde_json::from_value::<BwrapConfig>(v).map(|c| c.bwrap);
+        assert_eq!(parse(json!({})).unwrap(), BwrapSetting::Auto);
+        assert_eq!(parse(json!({"bwrap": "auto"})).unwrap(), BwrapSetting::Auto);
+        assert_eq!(parse(json!({"bwrap": "off"})).unwrap(), BwrapSetting::Off);
+        assert!(parse(json!({"bwrap": true})).is_err());
         assert_eq!(BwrapSetting::Off.as_str(), "off");
     }
 }

@@ -9,7 +9,7 @@
 //!
 //! | Module | Role |
 //! |---|---|
-//! | [`config`] | the `bwrap: "auto" \| "off"` config key (the rest is the local provider's) and the config schema |
+//! | [`config`] | the typed config: the local provider's keys plus `bwrap: "auto" \| "off"` |
 //! | [`prereq`] | probing the prerequisites: `command -v bwrap`, root or sudo, user namespaces |
 //! | [`wrap`] | the bwrap arguments, the start marker, telling a bwrap failure from a command's |
 //! | [`provider`] | [`BwrapProvider`]: mode per call, probe, execute with fallback; its derived plugin manifest (driver key `bwrap`) |

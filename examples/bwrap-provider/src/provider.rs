@@ -1,6 +1,6 @@
-//! [`BwrapProvider`]: a [`LocalProvider`] whose `execute` wraps commands with bubblewrap.
+//! [`BwrapProvider`]: a [`LocalProvider`](local_provider::provider::LocalProvider) whose `execute` wraps commands with bubblewrap.
 //!
-//! Every hook but `validateConfig`, `probe` and `execute` is the local provider's, unchanged.
+//! Every hook but `probe` and `execute` is the local provider's, unchanged.
 //! The mode of a call is decided per call ([`BwrapProvider::mode_for`]):
 //!
 //! | Situation | Mode | Reason |
@@ -16,21 +16,20 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use local_provider::config::LocalConfig;
+use local_provider::config::LocalSettings;
 use local_provider::error::{LocalError, Result};
 use local_provider::exec::{base_env, OutputSink, ProcessGroups};
 use local_provider::leases::LeaseStore;
-use local_provider::provider::LocalProvider;
+use local_provider::provider::LocalDriver;
 use paperclip_sandbox_protocol::methods::execute::{ExecuteParams, ExecuteResult, OutputStream};
 use paperclip_sandbox_protocol::methods::lease::{
-    Diagnostic, DiagnosticSeverity, JsonObject, ProbeParams, ProbeResult, ValidateConfigParams,
-    ValidateConfigResult,
+    Diagnostic, DiagnosticSeverity, JsonObject, ProbeParams, ProbeResult,
 };
 use paperclip_sandbox_protocol::HostProfile;
 use paperclip_sandbox_sdk::PluginManifest;
 use serde_json::{json, Value};
 
-use crate::config::{BwrapConfig, BwrapSetting, BWRAP_KEY};
+use crate::config::{BwrapConfig, BwrapSetting};
 use crate::prereq::{self, Detection};
 use crate::wrap::{start_failure, WrappedEnd, Wrapper, MARKER_PREFIX};
 
@@ -87,7 +86,7 @@ struct State {
     default_acquire_timeout_ms = 60_000
 )]
 pub struct BwrapProvider {
-    local: LocalProvider,
+    local: LocalDriver<BwrapConfig>,
     state: Arc<Mutex<State>>,
 }
 
@@ -101,11 +100,11 @@ impl BwrapProvider {
     /// A provider with a given probe outcome (tests; a later `environmentProbe` re-probes).
     pub fn with_detection(profile: HostProfile, detection: Detection) -> Self {
         let state = State { detection, degraded: None };
-        Self { local: LocalProvider::new(profile), state: Arc::new(Mutex::new(state)) }
+        Self { local: LocalDriver::new(profile), state: Arc::new(Mutex::new(state)) }
     }
 
-    /// The wrapped local provider.
-    pub fn local(&self) -> &LocalProvider {
+    /// The wrapped local provider's driver, serving the bwrap config.
+    pub fn local(&self) -> &LocalDriver<BwrapConfig> {
         &self.local
     }
 
@@ -131,36 +130,12 @@ impl BwrapProvider {
         }
     }
 
-    /// `environmentValidateConfig`: the local provider's checks plus `bwrap`; the normalized
-    /// config makes `bwrap` explicit.
-    pub fn validate_config(&self, params: &ValidateConfigParams) -> ValidateConfigResult {
-        let local = self.local.validate_config(params);
-        match BwrapSetting::from_config(&Value::Object(params.config.clone())) {
-            Err(e) => {
-                let mut errors = local.errors.clone().unwrap_or_default();
-                errors.push(e);
-                let mut out = ValidateConfigResult::invalid(errors);
-                for w in local.warnings.unwrap_or_default() {
-                    out = out.with_warning(w);
-                }
-                out
-            }
-            Ok(setting) => {
-                let mut local = local;
-                if let Some(normalized) = local.normalized_config.as_mut() {
-                    normalized.insert(BWRAP_KEY.into(), json!(setting.as_str()));
-                }
-                local
-            }
-        }
-    }
-
     /// `environmentProbe`: the local provider's probe, after re-probing the prerequisites;
     /// the mode goes in the summary, a diagnostic and `metadata`
     /// (`{bwrapMode, reason, bwrapSetting, launcher?, checks}`). A plain mode is a warning, never
     /// a failure.
-    pub async fn probe(&self, params: &ProbeParams) -> Result<ProbeResult> {
-        let setting = setting(&params.base.config)?;
+    pub async fn probe(&self, params: &ProbeParams<BwrapConfig>) -> Result<ProbeResult> {
+        let setting = params.base.config.bwrap;
         let mut result = self.local.probe(params).await?;
         let detection = tokio::task::spawn_blocking(prereq::detect)
             .await
@@ -208,11 +183,11 @@ impl BwrapProvider {
     /// Output goes to `sink` (held back until the command, not bwrap, runs).
     pub async fn execute<S: OutputSink>(
         &self,
-        params: &ExecuteParams,
+        params: &ExecuteParams<BwrapConfig>,
         sink: &mut S,
         cancel: impl Future<Output = ()>,
     ) -> Result<ExecuteResult> {
-        let mode = self.mode_for(setting(&params.base.config)?);
+        let mode = self.mode_for(params.base.config.bwrap);
         let wrapper = match mode {
             Mode::Plain(reason) => {
                 let out = self.local.execute(params, sink, cancel).await?;
@@ -229,7 +204,13 @@ impl BwrapProvider {
         let marker = tmp.join(format!("{MARKER_PREFIX}{}", local_provider::random_hex(8)));
         let mut env = base_env(&lease);
         env.extend(params.env.clone().unwrap_or_default());
-        let inv = wrapper.wrap(&lease, &marker, &env, &params.command, params.args());
+        let inv = wrapper.wrap(
+            &lease,
+            &marker,
+            &env,
+            &params.command,
+            params.args.as_deref().unwrap_or_default(),
+        );
         let mut wrapped = params.clone();
         wrapped.command = inv.program;
         wrapped.args = Some(inv.args);
@@ -296,15 +277,9 @@ impl<S: OutputSink> OutputSink for Gate<'_, S> {
     }
 }
 
-fn setting(config: &JsonObject) -> Result<BwrapSetting> {
-    BwrapSetting::from_config(&Value::Object(config.clone()))
-        .map_err(|e| LocalError::invalid(format!("invalid config: {e}")))
-}
-
 /// The canonical directory of the call's lease, when it is active.
-fn lease_dir(params: &ExecuteParams) -> Result<PathBuf> {
-    let cfg = LocalConfig::parse(&Value::Object(params.base.config.clone()))?;
-    let store = LeaseStore::open(&cfg.resolved_root(), ProcessGroups::default())?;
+fn lease_dir(params: &ExecuteParams<BwrapConfig>) -> Result<PathBuf> {
+    let store = LeaseStore::open(&params.base.config.resolved_root(), ProcessGroups::default())?;
     let id = params.lease.provider_lease_id.as_deref().unwrap_or_default();
     let dir = store.active_dir(id)?;
     dir.canonicalize().map_err(|e| LocalError::io("resolve the lease directory", e))

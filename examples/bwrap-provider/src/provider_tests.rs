@@ -7,7 +7,6 @@ use paperclip_sandbox_protocol::methods::lease::AcquireLeaseParams;
 use serde_json::json;
 
 use super::*;
-use crate::config::CONFIG_KEYS;
 use crate::wrap::Launcher;
 
 struct Fixture {
@@ -42,7 +41,7 @@ impl Fixture {
     }
 
     async fn lease(&self) -> (String, PathBuf) {
-        let params: AcquireLeaseParams =
+        let params: AcquireLeaseParams<BwrapConfig> =
             serde_json::from_value(self.base(json!({"runId": "r"}))).unwrap();
         let lease = self.provider.local().acquire(&params).await.unwrap();
         let id = lease.provider_lease_id.unwrap();
@@ -51,7 +50,7 @@ impl Fixture {
     }
 
     async fn run(&self, id: &str, script: &str) -> (ExecuteResult, Vec<(OutputStream, String)>) {
-        let params: ExecuteParams = serde_json::from_value(self.base(json!({
+        let params: ExecuteParams<BwrapConfig> = serde_json::from_value(self.base(json!({
             "lease": {"providerLeaseId": id}, "command": "sh", "args": ["-c", script]
         })))
         .unwrap();
@@ -139,7 +138,7 @@ async fn off_and_missing_prerequisites_are_plain_with_a_reason() {
     );
     // `off` never touches the (here: broken) bwrap.
     let (id, _) = f.lease().await;
-    let params: ExecuteParams = serde_json::from_value(f.base(json!({
+    let params: ExecuteParams<BwrapConfig> = serde_json::from_value(f.base(json!({
         "config": {"root": f.root.path(), "bwrap": "off"},
         "lease": {"providerLeaseId": id}, "command": "echo", "args": ["plain"]
     })))
@@ -149,47 +148,39 @@ async fn off_and_missing_prerequisites_are_plain_with_a_reason() {
 }
 
 #[test]
-fn validate_config_checks_and_normalizes_bwrap() {
-    let p = BwrapProvider::with_detection(HostProfile::Paperclip2026_11, Detection::plain("x"));
-    let params = |config: Value| -> ValidateConfigParams {
-        serde_json::from_value(json!({"driverKey": "bwrap", "config": config})).unwrap()
-    };
-    let ok = p.validate_config(&params(json!({})));
-    assert!(ok.ok);
-    assert_eq!(ok.normalized_config.unwrap()["bwrap"], json!("auto"));
-    let bad = p.validate_config(&params(json!({"bwrap": "sometimes", "root": "rel"})));
-    assert!(!bad.ok);
-    assert_eq!(bad.errors.unwrap().len(), 2);
-}
-
-#[test]
-fn the_config_schema_has_exactly_the_keys_validate_config_reads() {
+fn the_config_schema_is_the_local_one_plus_bwrap() {
     let schema = paperclip_sandbox_sdk::manifest::config_schema::<BwrapConfig>();
     let properties = schema["properties"].as_object().unwrap();
     let names: Vec<&str> = properties.keys().map(String::as_str).collect();
-    assert_eq!(names, CONFIG_KEYS);
+    assert_eq!(names, ["root", "syncTimeoutMs", "bwrap"]);
     // `root` and `syncTimeoutMs` are the local provider's, described as there.
-    let local = LocalProvider::manifest(HostProfile::Paperclip2026_11).to_value();
+    let local = local_provider::provider::LocalProvider::manifest(HostProfile::Paperclip2026_11);
+    let local = local.to_value();
     let local = local["environmentDrivers"][0]["configSchema"]["properties"].as_object().unwrap();
     for (key, property) in local {
         assert_eq!(properties.get(key), Some(property), "{key}");
     }
-    // validateConfig reads each key (a value of the wrong type is an error) and ignores others.
+}
+
+/// Validation is the local provider's hook on the typed [`BwrapConfig`]: a config that does
+/// not fit names the path, never the value; a valid one is normalized with `bwrap` explicit.
+#[tokio::test]
+async fn validate_config_is_typed_and_normalizes_bwrap() {
     let p = BwrapProvider::with_detection(HostProfile::Paperclip2026_11, Detection::plain("x"));
-    let params = |config: Value| -> ValidateConfigParams {
-        serde_json::from_value(json!({"driverKey": "bwrap", "config": config})).unwrap()
-    };
-    assert!(p.validate_config(&params(json!({"unknownKey": []}))).ok);
-    for key in CONFIG_KEYS {
-        let result = p.validate_config(&params(json!({ *key: [] })));
-        assert!(!result.ok, "{key}");
-        assert!(result.errors.unwrap().iter().any(|e| e.starts_with(key)), "{key}");
+    let client = paperclip_sandbox_sdk::testing::TestClient::new(p);
+    let validate = |config: Value| json!({"driverKey": "bwrap", "config": config});
+    let cases = [
+        (json!({"bwrap": "sometimes-secret"}), "config.bwrap: expected `auto` or `off`"),
+        (json!({"root": "rel-secret"}), "config.root: expected an absolute path"),
+        (json!({"syncTimeoutMs": []}), "config.syncTimeoutMs: expected u64"),
+    ];
+    for (config, expected) in cases {
+        let answer = client.call_raw("environmentValidateConfig", validate(config)).await.unwrap();
+        assert_eq!(answer, json!({"ok": false, "errors": [expected]}));
     }
-    // The schema struct reads a config as the validator does, defaults included.
-    let config = json!({"root": "/srv/leases", "bwrap": "off"});
-    let typed: BwrapConfig = serde_json::from_value(config.clone()).unwrap();
-    let normalized = p.validate_config(&params(config)).normalized_config.unwrap();
-    assert_eq!(typed.root.as_deref(), Some(std::path::Path::new("/srv/leases")));
-    assert_eq!(json!(typed.sync_timeout_ms), normalized["syncTimeoutMs"]);
-    assert_eq!(json!(typed.bwrap), normalized["bwrap"]);
+    let config = json!({"root": "/srv/leases", "bwrap": "off", "unknownKey": []});
+    let answer = client.call_raw("environmentValidateConfig", validate(config)).await.unwrap();
+    let normalized =
+        json!({"root": "/srv/leases", "syncTimeoutMs": 300000, "bwrap": "off", "unknownKey": []});
+    assert_eq!(answer, json!({"ok": true, "normalizedConfig": normalized}));
 }

@@ -1,15 +1,16 @@
 //! The JSON-RPC face of the bwrap provider: [`SandboxProvider`] for [`BwrapProvider`].
 //!
-//! Every lifecycle and sync hook is the local provider's own [`SandboxProvider`] hook,
-//! delegated as is (`#[provider(delegate = LocalProvider)]`: same wire errors and envelopes).
-//! `environmentValidateConfig`, `environmentProbe` and `environmentExecute` go through
-//! [`BwrapProvider`]; their errors map as the local provider's do (`-32602` for invalid params,
+//! Every lifecycle and sync hook, and `environmentValidateConfig`, is the local provider's own
+//! [`SandboxProvider`] hook, delegated as is (`#[provider(delegate = LocalDriver<BwrapConfig>)]`:
+//! same wire errors and envelopes, the typed [`BwrapConfig`]). `environmentProbe` and
+//! `environmentExecute` go through [`BwrapProvider`]; their errors map as the local provider's do (`-32602` for invalid params,
 //! else `-32002` with the message).
 
 use local_provider::error::{ErrorKind, LocalError};
-use local_provider::provider::LocalProvider;
+use local_provider::provider::LocalDriver;
 use paperclip_sandbox_sdk::prelude::*;
 
+use crate::config::BwrapConfig;
 use crate::provider::BwrapProvider;
 
 fn wire_error(e: LocalError) -> ProviderError {
@@ -19,32 +20,30 @@ fn wire_error(e: LocalError) -> ProviderError {
     }
 }
 
-impl AsRef<LocalProvider> for BwrapProvider {
-    fn as_ref(&self) -> &LocalProvider {
+impl AsRef<LocalDriver<BwrapConfig>> for BwrapProvider {
+    fn as_ref(&self) -> &LocalDriver<BwrapConfig> {
         self.local()
     }
 }
 
-/// The hooks bwrap changes; every other hook (leases, workspace, sync, shutdown) is the local
-/// provider's, through `delegate`.
-#[paperclip_sandbox_sdk::provider(delegate = LocalProvider)]
+/// The hooks bwrap changes; every other hook (validation, leases, workspace, sync, shutdown)
+/// is the local provider's, through `delegate`. The config type is the manifest's
+/// [`BwrapConfig`].
+#[paperclip_sandbox_sdk::provider(delegate = LocalDriver<BwrapConfig>)]
 impl SandboxProvider for BwrapProvider {
-    // The raw config object, as the local provider it delegates to takes it.
-    type Config = JsonObject;
-
-    async fn validate_config(
+    async fn probe(
         &self,
-        params: ValidateConfigParams,
+        params: ProbeParams<BwrapConfig>,
         _cx: Context,
-    ) -> HookResult<ValidateConfigResult> {
-        Ok(BwrapProvider::validate_config(self, &params))
-    }
-
-    async fn probe(&self, params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
+    ) -> HookResult<ProbeResult> {
         BwrapProvider::probe(self, &params).await.map_err(wire_error)
     }
 
-    async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
+    async fn execute(
+        &self,
+        params: ExecuteParams<BwrapConfig>,
+        cx: Context,
+    ) -> HookResult<ExecuteResult> {
         let cancel = cx.cancellation().clone();
         let mut sink = &cx;
         BwrapProvider::execute(self, &params, &mut sink, async move { cancel.cancelled().await })

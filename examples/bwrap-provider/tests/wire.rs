@@ -123,7 +123,7 @@ async fn validate_config_checks_bwrap() {
         .await;
     assert_eq!(
         (&bad["ok"], &bad["errors"]),
-        (&json!(false), &json!(["bwrap must be \"auto\" or \"off\""]))
+        (&json!(false), &json!(["config.bwrap: expected `auto` or `off`"]))
     );
     let good = w.ok("environmentValidateConfig", json!({"driverKey": "bwrap", "config": {}})).await;
     assert_eq!(good["normalizedConfig"], json!({"syncTimeoutMs": 300000, "bwrap": "auto"}));

@@ -15,13 +15,19 @@
 //! | `acquireTimeoutMs` | budget of one fresh acquisition | 120,000 |
 //! | `syncTimeoutMs` | transfer timeout of a sync call | 300,000 |
 //!
-//! Other keys (the host adds some, such as `timeoutMs`) are ignored. Values are never logged
-//! and never quoted in error messages: an error names the key and the expected form.
+//! [`ContainerConfig`] is the driver's typed config (`#[driver(config = ContainerConfig)]`):
+//! the SDK parses each call's config into it before a hook runs and answers a config that does
+//! not fit with the path and the expected form, never the value (`environmentValidateConfig`:
+//! `{ok: false, errors: ["config.user: expected uid:gid with a uid other than 0"]}`; other
+//! hooks: `-32602`). The field deserializers check the forms and ranges a JSON type cannot
+//! say; [`Settings::new`] applies the defaults. Other keys (the host adds some, such as
+//! `timeoutMs`) are ignored. Values are never logged.
 
 use std::time::Duration;
 
 use paperclip_sandbox_sdk::schemars::{self, JsonSchema};
-use serde_json::{Map, Value};
+use serde::de::Unexpected;
+use serde::{Deserialize, Deserializer};
 
 /// The image used when neither the config nor the environment names one: the base image
 /// `.ci/container-engine up` builds (`sh`, `tar`, `node`, user `sandbox`).
@@ -55,7 +61,7 @@ fn standard_socket() -> String {
 /// Where and how the provider runs containers.
 //
 // The JSON Schema (schemars, through the SDK's re-export) is the driver's `configSchema`.
-#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerConfig {
     /// Image of every lease container.
@@ -63,39 +69,71 @@ pub struct ContainerConfig {
         title = "Image",
         description = "Image of the lease containers; it must provide sh, tar and node on PATH and a non-root user (default: $PAPERCLIP_CONTAINER_IMAGE, else paperclip-sandbox-base:latest)."
     )]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "image")]
     pub image: Option<String>,
     /// Engine address.
     #[schemars(
         title = "Engine address",
         description = "Docker Engine API address: unix:///path, tcp://host:port or http://host:port (default: $DOCKER_HOST, else the first standard Docker or podman socket that exists)."
     )]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "engine_address")]
     pub docker_host: Option<String>,
     /// `uid:gid` of the lease's commands.
     #[schemars(regex(pattern = r"^[1-9][0-9]*:[0-9]+$"))]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "user")]
     pub user: Option<String>,
     /// Workspace directory inside the container.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "directory")]
     pub workspace: Option<String>,
     /// Home directory inside the container.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "directory")]
     pub home: Option<String>,
     /// Memory limit in MiB.
     #[schemars(range(min = 64, max = 1_048_576))]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole::<_, 64, 1_048_576>"
+    )]
     pub memory_mb: Option<u64>,
     /// CPU limit.
     #[schemars(range(min = 0.01, max = 1024.0))]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "cpus")]
     pub cpus: Option<f64>,
     /// Process limit.
     #[schemars(range(min = 16, max = 1_000_000))]
-    pub pids_limit: Option<i64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole::<_, 16, 1_000_000>"
+    )]
+    pub pids_limit: Option<u64>,
     /// Size of the `/tmp` tmpfs in MiB.
     #[schemars(range(min = 1, max = 1_048_576))]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole::<_, 1, 1_048_576>"
+    )]
     pub tmp_size_mb: Option<u64>,
     /// `none`, or an engine network name (never `host`).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "network")]
     pub network: Option<String>,
     /// Budget of one fresh acquisition in milliseconds.
     #[schemars(range(min = 1000, max = 86_400_000))]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole::<_, 1000, 86_400_000>"
+    )]
     pub acquire_timeout_ms: Option<u64>,
     /// Transfer timeout of a sync call in milliseconds.
     #[schemars(range(min = 1, max = 2_147_483_647))]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole::<_, 1, 2_147_483_647>"
+    )]
     pub sync_timeout_ms: Option<u64>,
 }
 
@@ -142,7 +180,7 @@ impl Settings {
     }
 }
 
-fn absolute_dir(v: &str) -> bool {
+fn is_absolute_dir(v: &str) -> bool {
     v.starts_with('/')
         && v.len() > 1
         && v.split('/').all(|c| c != ".." && c != ".")
@@ -151,114 +189,112 @@ fn absolute_dir(v: &str) -> bool {
         && !v.contains(['\0', ':', ','])
 }
 
-fn image_ref(v: &str) -> bool {
+fn is_image_ref(v: &str) -> bool {
     !v.is_empty()
         && v.len() <= 255
         && v.chars().all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c))
 }
 
-fn docker_host(v: &str) -> bool {
+fn is_engine_address(v: &str) -> bool {
     ["unix:///", "tcp://", "http://"].iter().any(|p| v.starts_with(p) && v.len() > p.len())
 }
 
-fn network(v: &str) -> bool {
+fn is_network(v: &str) -> bool {
     v != "host"
         && !v.starts_with("container:")
         && !v.is_empty()
         && v.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
 }
 
-struct Reader<'a> {
-    obj: &'a Map<String, Value>,
-    errors: Vec<String>,
+fn is_user(v: &str) -> bool {
+    v.split_once(':')
+        .is_some_and(|(u, g)| u.parse::<u32>().is_ok_and(|u| u != 0) && g.parse::<u32>().is_ok())
 }
 
-impl Reader<'_> {
-    fn string(&mut self, key: &str, ok: fn(&str) -> bool, expected: &str) -> Option<String> {
-        match self.obj.get(key) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if ok(s) => Some(s.clone()),
-            Some(_) => {
-                self.errors.push(format!("{key} must be {expected}"));
-                None
-            }
-        }
-    }
+/// Fails with `expected` (the form the key must have); the SDK keeps only that part of the
+/// message, never the value.
+fn refuse<E: serde::de::Error>(expected: &str) -> E {
+    E::invalid_value(Unexpected::Other("a value"), &expected)
+}
 
-    fn number(&mut self, key: &str, min: f64, max: f64, whole: bool) -> Option<f64> {
-        match self.obj.get(key) {
-            None | Some(Value::Null) => None,
-            Some(Value::Number(n)) => match n.as_f64() {
-                Some(x) if x >= min && x <= max && (!whole || x.fract() == 0.0) => Some(x),
-                _ => {
-                    let kind = if whole { "a whole number" } else { "a number" };
-                    self.errors.push(format!("{key} must be {kind} from {min} to {max}"));
-                    None
-                }
-            },
-            Some(_) => {
-                self.errors.push(format!("{key} must be a number"));
-                None
-            }
-        }
+/// A string key of the form `ok` accepts (absent or `null`: `None`).
+fn checked<'de, D: Deserializer<'de>>(
+    d: D,
+    ok: fn(&str) -> bool,
+    expected: &str,
+) -> Result<Option<String>, D::Error> {
+    match Option::<String>::deserialize(d).map_err(|_| refuse::<D::Error>(expected))? {
+        Some(v) if !ok(&v) => Err(refuse(expected)),
+        v => Ok(v),
+    }
+}
+
+fn image<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    checked(d, is_image_ref, "an image reference")
+}
+
+fn engine_address<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    checked(d, is_engine_address, "a unix:///, tcp:// or http:// address")
+}
+
+fn user<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    checked(d, is_user, "uid:gid with a uid other than 0")
+}
+
+fn directory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    checked(d, is_absolute_dir, "an absolute directory path")
+}
+
+fn network<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    checked(d, is_network, "none or an engine network name other than host")
+}
+
+/// A whole number from `MIN` to `MAX` (absent or `null`: `None`).
+fn whole<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(
+    d: D,
+) -> Result<Option<u64>, D::Error> {
+    match Option::<u64>::deserialize(d) {
+        Ok(n) if n.is_none_or(|n| (MIN..=MAX).contains(&n)) => Ok(n),
+        _ => Err(refuse(&format!("a whole number from {MIN} to {MAX}"))),
+    }
+}
+
+fn cpus<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    match Option::<f64>::deserialize(d) {
+        Ok(n) if n.is_none_or(|n| (0.01..=1024.0).contains(&n)) => Ok(n),
+        _ => Err(refuse("a number from 0.01 to 1024")),
     }
 }
 
 impl Settings {
-    /// Validates `config` (see the module docs): every error found, or the settings.
-    pub fn validate(config: &Map<String, Value>) -> Result<Settings, Vec<String>> {
-        let mut r = Reader { obj: config, errors: Vec::new() };
-        let image = r.string("image", image_ref, "an image reference");
-        let host = r.string("dockerHost", docker_host, "a unix:///, tcp:// or http:// address");
-        let user = r.string(
-            "user",
-            |v| {
-                v.split_once(':').is_some_and(|(u, g)| {
-                    u.parse::<u32>().is_ok_and(|u| u != 0) && g.parse::<u32>().is_ok()
-                })
-            },
-            "uid:gid with a uid other than 0",
-        );
-        let workspace = r.string("workspace", absolute_dir, "an absolute directory path");
-        let home = r.string("home", absolute_dir, "an absolute directory path");
-        let memory = r.number("memoryMb", 64.0, 1_048_576.0, true);
-        let cpus = r.number("cpus", 0.01, 1024.0, false);
-        let pids = r.number("pidsLimit", 16.0, 1_000_000.0, true);
-        let tmp = r.number("tmpSizeMb", 1.0, 1_048_576.0, true);
-        let net = r.string("network", network, "none or an engine network name other than host");
-        let acquire = r.number("acquireTimeoutMs", 1000.0, 86_400_000.0, true);
-        let sync = r.number("syncTimeoutMs", 1.0, 2_147_483_647.0, true);
-        if !r.errors.is_empty() {
-            return Err(r.errors);
-        }
+    /// The settings of `config`: every default applied (see the module docs).
+    pub fn new(config: &ContainerConfig) -> Settings {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let (uid, gid) = user
+        let (uid, gid) = config
+            .user
             .as_deref()
             .and_then(|u| u.split_once(':'))
             .and_then(|(u, g)| Some((u.parse().ok()?, g.parse().ok()?)))
             .unwrap_or((1000, 1000));
-        let image = image.or_else(|| env(IMAGE_ENV)).unwrap_or_else(|| DEFAULT_IMAGE.to_owned());
-        let docker_host = host.or_else(|| env(DOCKER_HOST_ENV)).unwrap_or_else(standard_socket);
-        Ok(Settings {
-            image,
-            docker_host,
+        let c = config.clone();
+        Settings {
+            image: c.image.or_else(|| env(IMAGE_ENV)).unwrap_or_else(|| DEFAULT_IMAGE.to_owned()),
+            docker_host: c
+                .docker_host
+                .or_else(|| env(DOCKER_HOST_ENV))
+                .unwrap_or_else(standard_socket),
             uid,
             gid,
-            workspace: workspace.unwrap_or_else(|| "/workspace".to_owned()),
-            home: home.unwrap_or_else(|| "/home/sandbox".to_owned()),
-            memory_bytes: memory.unwrap_or(2048.0) as i64 * 1024 * 1024,
-            nano_cpus: (cpus.unwrap_or(2.0) * 1e9) as i64,
-            pids_limit: pids.unwrap_or(512.0) as i64,
-            tmp_size_bytes: tmp.unwrap_or(512.0) as u64 * 1024 * 1024,
-            network: net.unwrap_or_else(|| "none".to_owned()),
-            acquire_timeout: Duration::from_millis(acquire.unwrap_or(120_000.0) as u64),
-            sync_timeout_ms: sync.unwrap_or(300_000.0) as u64,
-        })
-    }
-
-    /// Validates `config`, failing with every error joined.
-    pub fn parse(config: &Map<String, Value>) -> Result<Settings, String> {
-        Settings::validate(config).map_err(|e| format!("Invalid provider config: {}", e.join("; ")))
+            workspace: c.workspace.unwrap_or_else(|| "/workspace".to_owned()),
+            home: c.home.unwrap_or_else(|| "/home/sandbox".to_owned()),
+            memory_bytes: c.memory_mb.unwrap_or(2048) as i64 * 1024 * 1024,
+            nano_cpus: (c.cpus.unwrap_or(2.0) * 1e9) as i64,
+            pids_limit: c.pids_limit.unwrap_or(512) as i64,
+            tmp_size_bytes: c.tmp_size_mb.unwrap_or(512) * 1024 * 1024,
+            network: c.network.unwrap_or_else(|| "none".to_owned()),
+            acquire_timeout: Duration::from_millis(c.acquire_timeout_ms.unwrap_or(120_000)),
+            sync_timeout_ms: c.sync_timeout_ms.unwrap_or(300_000),
+        }
     }
 }
 
@@ -267,35 +303,57 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn obj(v: Value) -> Map<String, Value> {
-        v.as_object().cloned().unwrap()
+    fn settings(config: serde_json::Value) -> Settings {
+        Settings::new(&serde_json::from_value(config).unwrap())
     }
 
     #[test]
     fn defaults_and_values() {
-        let s = Settings::validate(&obj(json!({"image": "img:1", "dockerHost": "unix:///x.sock"})))
-            .unwrap();
+        let s = settings(json!({"image": "img:1", "dockerHost": "unix:///x.sock"}));
         assert_eq!((s.uid, s.gid, s.workspace.as_str()), (1000, 1000, "/workspace"));
         assert_eq!(s.network, "none");
         assert_eq!(s.memory_bytes, 2048 * 1024 * 1024);
         assert_eq!(s.cache(), "/home/sandbox/.cache");
-        let s = Settings::validate(&obj(json!({
+        let s = settings(json!({
             "image": "img:1", "user": "1234:99", "cpus": 0.5, "pidsLimit": 64, "timeoutMs": 5
-        })))
-        .unwrap();
+        }));
         assert_eq!((s.uid, s.gid, s.nano_cpus, s.pids_limit), (1234, 99, 500_000_000, 64));
     }
 
-    #[test]
-    fn refuses_root_host_network_and_bad_values_without_quoting_them() {
-        let errors = Settings::validate(&obj(json!({
-            "user": "0:0", "network": "host", "workspace": "/w/../etc", "memoryMb": 1.5,
-            "image": "bad image secret-token", "dockerHost": "ftp://secret-host"
-        })))
-        .unwrap_err();
-        assert_eq!(errors.len(), 6, "{errors:?}");
-        let all = errors.join(" ");
-        assert!(!all.contains("secret"), "{all}");
-        assert!(all.contains("user must be") && all.contains("network must be"), "{all}");
+    /// The SDK answers a config that does not fit [`ContainerConfig`] before a hook runs.
+    #[tokio::test]
+    async fn refuses_root_host_network_and_bad_values_by_path_without_quoting_them() {
+        let client =
+            paperclip_sandbox_sdk::testing::TestClient::new(crate::ContainerProvider::default());
+        let cases = [
+            (json!({"user": "0:0"}), "config.user: expected uid:gid with a uid other than 0"),
+            (
+                json!({"network": "host"}),
+                "config.network: expected none or an engine network name other than host",
+            ),
+            (
+                json!({"workspace": "/w/../etc"}),
+                "config.workspace: expected an absolute directory path",
+            ),
+            (
+                json!({"memoryMb": 1.5}),
+                "config.memoryMb: expected a whole number from 64 to 1048576",
+            ),
+            (json!({"cpus": 0}), "config.cpus: expected a number from 0.01 to 1024"),
+            (
+                json!({"image": "bad image secret-token"}),
+                "config.image: expected an image reference",
+            ),
+            (
+                json!({"dockerHost": "ftp://secret-host"}),
+                "config.dockerHost: expected a unix:///, tcp:// or http:// address",
+            ),
+            (json!({"home": 7}), "config.home: expected an absolute directory path"),
+        ];
+        for (config, expected) in cases {
+            let params = json!({"driverKey": "container", "config": config});
+            let answer = client.call_raw("environmentValidateConfig", params).await.unwrap();
+            assert_eq!(answer, json!({"ok": false, "errors": [expected]}));
+        }
     }
 }

@@ -41,7 +41,7 @@ use paperclip_sandbox_sdk::ProviderError;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use crate::config::Settings;
+use crate::config::{ContainerConfig, Settings};
 use crate::engine::{
     is_running, labels_of, name_of, Engine, EngineError, LABEL_COMPANY, LABEL_ENVIRONMENT,
     LABEL_EXPIRES_AT, LABEL_PROVIDER, LABEL_REUSE, PROVIDER_LABEL_VALUE,
@@ -145,7 +145,7 @@ struct Failure {
 pub async fn acquire(
     engine: &Engine,
     settings: &Settings,
-    params: &AcquireLeaseParams,
+    params: &AcquireLeaseParams<ContainerConfig>,
     call_deadline: Option<Instant>,
 ) -> Result<Lease, ProviderError> {
     let started = Instant::now();
@@ -353,7 +353,7 @@ pub fn belongs(labels: &HashMap<String, String>, company: &str, environment: &st
 pub async fn resume(
     engine: &Engine,
     settings: &Settings,
-    params: &ResumeLeaseParams,
+    params: &ResumeLeaseParams<ContainerConfig>,
 ) -> Result<Lease, ProviderError> {
     let id = params.provider_lease_id.as_str();
     let fail = |e| engine_err("Resuming the container failed", e);
@@ -391,12 +391,12 @@ pub async fn release(
     engine: &Engine,
     settings: &Settings,
     active: &ActiveExecs,
-    params: &ReleaseLeaseParams,
+    params: &ReleaseLeaseParams<ContainerConfig>,
 ) -> Result<Option<TerminationReceipt>, ProviderError> {
     let Some(id) = params.provider_lease_id.as_deref() else {
         return Ok(None);
     };
-    if params.cancel_active_work() {
+    if params.cancel_active_work.unwrap_or(false) {
         let killed = active.kill_all(engine, id, &settings.user()).await;
         tracing::info!(container = %id, killed, "active work cancelled before release");
     }
@@ -437,7 +437,7 @@ pub async fn stop_container(
 pub async fn destroy(
     engine: &Engine,
     settings: &Settings,
-    params: &ReleaseLeaseParams,
+    params: &ReleaseLeaseParams<ContainerConfig>,
 ) -> Result<Option<TerminationReceipt>, ProviderError> {
     let Some(id) = params.provider_lease_id.as_deref() else {
         return Ok(None);
@@ -576,11 +576,10 @@ pub async fn sweep(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Map;
 
     #[test]
     fn container_body_is_least_privilege() {
-        let settings = Settings::validate(&Map::new()).unwrap();
+        let settings = Settings::new(&ContainerConfig::default());
         let body = container_body(&settings, HashMap::new(), "infinity".into());
         let host = body.host_config.unwrap();
         assert_eq!(host.cap_drop, Some(vec!["ALL".to_owned()]));

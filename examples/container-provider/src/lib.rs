@@ -4,7 +4,7 @@
 //!
 //! | Module | Role |
 //! |---|---|
-//! | [`config`] | the provider config (`image`, `dockerHost`, limits…) and its validation |
+//! | [`config`] | the typed provider config (`image`, `dockerHost`, limits…) and its defaults |
 //! | [`engine`] | the Engine API: connections, containers, labels, typed engine errors |
 //! | [`owner`] | creation names, ownership labels, the creation-cleanup envelope |
 //! | [`lease`] | acquire / resume / release / stop / destroy / orphan sweep |
@@ -89,8 +89,8 @@ impl ContainerProvider {
         self.profile.unwrap_or(HostProfile::Paperclip2026_11)
     }
 
-    async fn connect(&self, config: &JsonObject) -> Result<(Engine, Settings), ProviderError> {
-        let settings = Settings::parse(config).map_err(ProviderError::invalid_params)?;
+    async fn connect(&self, config: &ContainerConfig) -> Result<(Engine, Settings), ProviderError> {
+        let settings = Settings::new(config);
         let engine = self.engines.get(&settings.docker_host).await.map_err(|e| {
             ProviderError::worker(format!("The container engine is not reachable: {e}"))
         })?;
@@ -142,9 +142,6 @@ fn diagnostic(severity: DiagnosticSeverity, code: &str, message: impl Into<Strin
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for ContainerProvider {
-    // The raw config object: the provider validates it by hand.
-    type Config = JsonObject;
-
     async fn shutdown(&self, _params: ShutdownParams, _cx: Context) -> HookResult<()> {
         let containers = self.active.containers();
         let hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -161,26 +158,20 @@ impl SandboxProvider for ContainerProvider {
 
     async fn validate_config(
         &self,
-        params: ValidateConfigParams,
+        params: ValidateConfigParams<ContainerConfig>,
         _cx: Context,
     ) -> HookResult<ValidateConfigResult> {
-        Ok(match Settings::validate(&params.config) {
-            Ok(_) => ValidateConfigResult::valid(),
-            Err(errors) => ValidateConfigResult::invalid(errors),
-        })
+        // The SDK answered a config that does not fit `ContainerConfig`; this one does.
+        let _: &ContainerConfig = &params.config;
+        Ok(ValidateConfigResult::valid())
     }
 
-    async fn probe(&self, params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
-        let settings = match Settings::parse(&params.base.config) {
-            Ok(s) => s,
-            Err(e) => {
-                return Ok(ProbeResult::new(false).with_diagnostic(diagnostic(
-                    DiagnosticSeverity::Error,
-                    "invalid_config",
-                    e,
-                )))
-            }
-        };
+    async fn probe(
+        &self,
+        params: ProbeParams<ContainerConfig>,
+        _cx: Context,
+    ) -> HookResult<ProbeResult> {
+        let settings = Settings::new(&params.base.config);
         let engine = match self.engines.get(&settings.docker_host).await {
             Ok(e) => e,
             Err(e) => {
@@ -235,7 +226,7 @@ impl SandboxProvider for ContainerProvider {
 
     async fn acquire_lease(
         &self,
-        params: AcquireLeaseParams,
+        params: AcquireLeaseParams<ContainerConfig>,
         cx: Context,
     ) -> HookResult<AcquireLeaseResult> {
         let (engine, settings) = self.connect(&params.base.config).await?;
@@ -256,7 +247,7 @@ impl SandboxProvider for ContainerProvider {
 
     async fn resume_lease(
         &self,
-        params: ResumeLeaseParams,
+        params: ResumeLeaseParams<ContainerConfig>,
         _cx: Context,
     ) -> HookResult<ResumeLeaseResult> {
         let (engine, settings) = self.connect(&params.base.config).await?;
@@ -265,7 +256,7 @@ impl SandboxProvider for ContainerProvider {
 
     async fn release_lease(
         &self,
-        params: ReleaseLeaseParams,
+        params: ReleaseLeaseParams<ContainerConfig>,
         _cx: Context,
     ) -> HookResult<ReleaseLeaseResult> {
         let (engine, settings) = self.connect(&params.base.config).await?;
@@ -274,7 +265,7 @@ impl SandboxProvider for ContainerProvider {
 
     async fn destroy_lease(
         &self,
-        params: DestroyLeaseParams,
+        params: DestroyLeaseParams<ContainerConfig>,
         _cx: Context,
     ) -> HookResult<DestroyLeaseResult> {
         let (engine, settings) = self.connect(&params.base.config).await?;
@@ -287,12 +278,12 @@ impl SandboxProvider for ContainerProvider {
 
     async fn stop_lease(
         &self,
-        params: StopLeaseParams,
+        params: StopLeaseParams<ContainerConfig>,
         _cx: Context,
     ) -> HookResult<StopLeaseResult> {
         // Stop takes the release params, whose lease id may be null: there is nothing to stop
         // and no receipt could name it.
-        let Some(id) = params.lease_id().filter(|id| !id.is_empty()) else {
+        let Some(id) = params.provider_lease_id.as_deref().filter(|id| !id.is_empty()) else {
             return Err(ProviderError::invalid_params(
                 "providerLeaseId is required to stop a lease",
             ));
@@ -308,16 +299,19 @@ impl SandboxProvider for ContainerProvider {
 
     async fn realize_workspace(
         &self,
-        params: RealizeWorkspaceParams,
+        params: RealizeWorkspaceParams<ContainerConfig>,
         _cx: Context,
     ) -> HookResult<RealizeWorkspaceResult> {
-        let settings =
-            Settings::parse(&params.base.config).map_err(ProviderError::invalid_params)?;
+        let settings = Settings::new(&params.base.config);
         lease_id(&params.lease)?;
         Ok(RealizeWorkspaceResult::new(settings.workspace))
     }
 
-    async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
+    async fn execute(
+        &self,
+        params: ExecuteParams<ContainerConfig>,
+        cx: Context,
+    ) -> HookResult<ExecuteResult> {
         let (engine, settings) = self.connect(&params.base.config).await?;
         let id = lease_id(&params.lease)?.to_owned();
         if params.command.is_empty() {
@@ -333,7 +327,7 @@ impl SandboxProvider for ContainerProvider {
             env.push(format!("{k}={v}"));
         }
         let mut argv = vec![params.command.clone()];
-        argv.extend(params.args().iter().cloned());
+        argv.extend(params.args.iter().flatten().cloned());
         let spec = ExecSpec {
             argv,
             env,
@@ -388,21 +382,36 @@ impl SandboxProvider for ContainerProvider {
         Ok(result)
     }
 
-    async fn sync_in(&self, params: SyncInParams, _cx: Context) -> HookResult<SyncResult> {
+    async fn sync_in(
+        &self,
+        params: SyncInParams<ContainerConfig>,
+        _cx: Context,
+    ) -> HookResult<SyncResult> {
         self.sync(sync::Direction::In, params).await
     }
 
-    async fn sync_out(&self, params: SyncOutParams, _cx: Context) -> HookResult<SyncResult> {
+    async fn sync_out(
+        &self,
+        params: SyncOutParams<ContainerConfig>,
+        _cx: Context,
+    ) -> HookResult<SyncResult> {
         self.sync(sync::Direction::Out, params).await
     }
 }
 
 impl ContainerProvider {
-    async fn sync(&self, direction: sync::Direction, params: SyncParams) -> HookResult<SyncResult> {
+    async fn sync(
+        &self,
+        direction: sync::Direction,
+        params: SyncParams<ContainerConfig>,
+    ) -> HookResult<SyncResult> {
         let (engine, settings) = self.connect(&params.base.config).await?;
-        let timeout_ms = params
-            .effective_timeout_ms(self.profile(), settings.sync_timeout_ms)
-            .map_err(|e| ProviderError::invalid_params(e.to_string()))?;
+        let timeout_ms = local_provider::sync::effective_timeout_ms(
+            &params,
+            self.profile(),
+            settings.sync_timeout_ms,
+        )
+        .map_err(|e| ProviderError::invalid_params(e.to_string()))?;
         let id = lease_id(&params.lease)?.to_owned();
         self.remember(&id, &settings);
         sync::sync(

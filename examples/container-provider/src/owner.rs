@@ -60,7 +60,7 @@ pub fn valid_container_name(name: &str) -> bool {
 
 impl Attempt {
     /// The attempt of an acquisition on the engine with fingerprint `fingerprint`.
-    pub fn for_acquire(params: &AcquireLeaseParams, fingerprint: String) -> Self {
+    pub fn for_acquire<C>(params: &AcquireLeaseParams<C>, fingerprint: String) -> Self {
         let id = match &params.creation_operation {
             Some(op) => op.id.clone(),
             None => generate_uuid(),

@@ -3,15 +3,24 @@
 //! | Key | Type | Default |
 //! |---|---|---|
 //! | `root` | absolute path of the directory holding the lease directories | env `LOCAL_PROVIDER_ROOT`, else `$TMPDIR/paperclip-local-provider` |
-//! | `syncTimeoutMs` | positive integer, the transfer timeout of a sync call | [`DEFAULT_SYNC_TIMEOUT_MS`] (5 minutes) |
+//! | `syncTimeoutMs` | whole number from 1 to [`MAX_SYNC_TIMEOUT_MS`], the transfer timeout of a sync call | [`DEFAULT_SYNC_TIMEOUT_MS`] (5 minutes) |
 //!
-//! Other keys (the host may add some, such as `timeoutMs`) are ignored. Config values are never
-//! logged and never quoted in error messages.
+//! [`LocalConfig`] is the driver's typed config (`#[driver(config = LocalConfig)]`): the SDK
+//! parses each call's config into it before a hook runs, and answers a config that does not
+//! fit with the path and what was expected, never the value (`environmentValidateConfig`:
+//! `{ok: false, errors: ["config.root: expected an absolute path"]}`; other hooks: `-32602`).
+//! The two keys are newtypes ([`LeaseRoot`], [`SyncTimeoutMs`]) whose deserializers check the
+//! form and whose schemas are the `configSchema` entries, so the bwrap provider reuses them.
+//!
+//! Other keys (the host may add some, such as `timeoutMs`) are accepted and kept in
+//! [`LocalConfig::other`], so the normalized config keeps them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use paperclip_sandbox_protocol::methods::lease::JsonObject;
 use paperclip_sandbox_sdk::schemars::{self, JsonSchema};
-use serde_json::{Map, Value};
+use serde::de::{Error as _, Unexpected};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// The default sync transfer timeout: 300,000 ms.
 pub const DEFAULT_SYNC_TIMEOUT_MS: u64 = 300_000;
@@ -24,104 +33,41 @@ pub const ROOT_ENV: &str = "LOCAL_PROVIDER_ROOT";
 
 /// Where the local provider keeps lease directories and how long a native sync may take.
 //
-// A validated config. Its JSON Schema (schemars, through the SDK's re-export) is the driver's
-// `configSchema`: the doc comments are the descriptions the host shows.
-#[derive(Debug, Clone, PartialEq, Eq, JsonSchema)]
+// Its JSON Schema (schemars, through the SDK's re-export) is the driver's `configSchema`: the
+// doc comments are the descriptions the host shows.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LocalConfig {
-    /// Absolute directory holding the lease directories.
-    #[schemars(
-        title = "Lease root",
-        description = "Absolute directory holding the lease directories (default: $LOCAL_PROVIDER_ROOT, else $TMPDIR/paperclip-local-provider)."
-    )]
-    pub root: Option<PathBuf>,
+    /// Absolute directory holding the lease directories (default: $LOCAL_PROVIDER_ROOT, else $TMPDIR/paperclip-local-provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<LeaseRoot>,
     /// Transfer timeout of a native sync call, in milliseconds.
-    #[serde(default = "default_sync_timeout_ms")]
-    #[schemars(range(min = 1, max = MAX_SYNC_TIMEOUT_MS))]
-    pub sync_timeout_ms: u64,
+    #[serde(default)]
+    pub sync_timeout_ms: SyncTimeoutMs,
+    /// Keys the provider does not read (the host's `timeoutMs`, …), kept for the normalized
+    /// config.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub other: JsonObject,
 }
 
-fn default_sync_timeout_ms() -> u64 {
-    DEFAULT_SYNC_TIMEOUT_MS
-}
+/// The config a [`LocalDriver`](crate::provider::LocalDriver) runs with: the local provider's
+/// own [`LocalConfig`], or the config of a provider wrapping it (the bwrap provider's adds a
+/// key), holding `root` and `syncTimeoutMs`.
+pub trait LocalSettings:
+    Serialize + serde::de::DeserializeOwned + Send + Sync + std::fmt::Debug + 'static
+{
+    /// The `root` key.
+    fn root(&self) -> Option<&LeaseRoot>;
 
-/// The result of validating a config: errors, warnings and the normalized form.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Validation {
-    /// The config, when it is valid.
-    pub config: Option<LocalConfig>,
-    /// Why it is invalid.
-    pub errors: Vec<String>,
-    /// What is odd but accepted.
-    pub warnings: Vec<String>,
-}
-
-impl LocalConfig {
-    /// Validate a config object (see the module docs).
-    pub fn validate(value: &Value) -> Validation {
-        let mut errors = Vec::new();
-        let warnings = Vec::new();
-        let empty = Map::new();
-        let obj = match value {
-            Value::Object(o) => o,
-            Value::Null => &empty,
-            _ => {
-                return Validation {
-                    config: None,
-                    errors: vec!["config must be an object".into()],
-                    warnings,
-                }
-            }
-        };
-        let root = match obj.get("root") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s.starts_with('/') => Some(PathBuf::from(s)),
-            Some(Value::String(_)) => {
-                errors.push("root must be an absolute path".into());
-                None
-            }
-            Some(_) => {
-                errors.push("root must be a string".into());
-                None
-            }
-        };
-        let sync_timeout_ms = match obj.get("syncTimeoutMs") {
-            None | Some(Value::Null) => DEFAULT_SYNC_TIMEOUT_MS,
-            Some(v) => match v.as_u64() {
-                Some(n) if (1..=MAX_SYNC_TIMEOUT_MS).contains(&n) => n,
-                _ => {
-                    errors.push(format!(
-                        "syncTimeoutMs must be a whole number from 1 to {MAX_SYNC_TIMEOUT_MS}"
-                    ));
-                    DEFAULT_SYNC_TIMEOUT_MS
-                }
-            },
-        };
-        let config = errors.is_empty().then_some(LocalConfig { root, sync_timeout_ms });
-        Validation { config, errors, warnings }
-    }
-
-    /// Parse a config, failing with the first error.
-    pub fn parse(value: &Value) -> crate::error::Result<Self> {
-        let v = Self::validate(value);
-        v.config.ok_or_else(|| {
-            crate::LocalError::invalid(format!("invalid config: {}", v.errors.join("; ")))
-        })
-    }
-
-    /// The normalized config the host should persist: the original keys, with `syncTimeoutMs`
-    /// made explicit.
-    pub fn normalized(&self, original: &Value) -> Value {
-        let mut out = original.as_object().cloned().unwrap_or_default();
-        out.insert("syncTimeoutMs".into(), Value::from(self.sync_timeout_ms));
-        Value::Object(out)
-    }
+    /// The `syncTimeoutMs` key.
+    fn sync_timeout_ms(&self) -> SyncTimeoutMs;
 
     /// The directory holding the lease directories: `root`, else `$LOCAL_PROVIDER_ROOT`, else
     /// `$TMPDIR/paperclip-local-provider`.
-    pub fn resolved_root(&self) -> PathBuf {
-        if let Some(root) = &self.root {
-            return root.clone();
+    fn resolved_root(&self) -> PathBuf {
+        if let Some(root) = self.root() {
+            return root.0.clone();
         }
         match std::env::var_os(ROOT_ENV) {
             Some(r) if !r.is_empty() => PathBuf::from(r),
@@ -130,37 +76,100 @@ impl LocalConfig {
     }
 }
 
+impl LocalSettings for LocalConfig {
+    fn root(&self) -> Option<&LeaseRoot> {
+        self.root.as_ref()
+    }
+
+    fn sync_timeout_ms(&self) -> SyncTimeoutMs {
+        self.sync_timeout_ms
+    }
+}
+
+/// The `root` key: an absolute path (`config.root: expected an absolute path` otherwise).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transparent, inline, title = "Lease root")]
+pub struct LeaseRoot(PathBuf);
+
+impl LeaseRoot {
+    /// The path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for LeaseRoot {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let path = String::deserialize(d)?;
+        if !path.starts_with('/') {
+            return Err(D::Error::invalid_value(Unexpected::Other("a path"), &"an absolute path"));
+        }
+        Ok(Self(path.into()))
+    }
+}
+
+/// The `syncTimeoutMs` key: a whole number of milliseconds from 1 to [`MAX_SYNC_TIMEOUT_MS`],
+/// [`DEFAULT_SYNC_TIMEOUT_MS`] when absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transparent, inline)]
+pub struct SyncTimeoutMs(#[schemars(range(min = 1, max = MAX_SYNC_TIMEOUT_MS))] u64);
+
+impl SyncTimeoutMs {
+    /// The timeout in milliseconds.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl Default for SyncTimeoutMs {
+    fn default() -> Self {
+        Self(DEFAULT_SYNC_TIMEOUT_MS)
+    }
+}
+
+impl<'de> Deserialize<'de> for SyncTimeoutMs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match u64::deserialize(d)? {
+            n @ 1..=MAX_SYNC_TIMEOUT_MS => Ok(Self(n)),
+            n => Err(D::Error::invalid_value(
+                Unexpected::Unsigned(n),
+                &"a whole number from 1 to 2147483647",
+            )),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paperclip_sandbox_sdk::manifest::config_schema;
     use serde_json::json;
 
-    #[test]
-    fn accepts_defaults_and_valid_values() {
-        let c = LocalConfig::parse(&json!({})).unwrap();
-        assert_eq!(c, LocalConfig { root: None, sync_timeout_ms: DEFAULT_SYNC_TIMEOUT_MS });
-        let c = LocalConfig::parse(
-            &json!({"root": "/srv/leases", "syncTimeoutMs": 5000, "timeoutMs": 1}),
-        )
-        .unwrap();
-        assert_eq!(c.root, Some(PathBuf::from("/srv/leases")));
-        assert_eq!(c.resolved_root(), PathBuf::from("/srv/leases"));
-        assert_eq!(c.sync_timeout_ms, 5000);
-        assert_eq!(
-            c.normalized(&json!({"root": "/srv/leases"})),
-            json!({"root": "/srv/leases", "syncTimeoutMs": 5000})
-        );
-        assert!(LocalConfig::parse(&Value::Null).is_ok());
+    fn parse(config: serde_json::Value) -> LocalConfig {
+        serde_json::from_value(config).unwrap()
     }
 
     #[test]
-    fn rejects_bad_values_without_quoting_them() {
-        let v = LocalConfig::validate(&json!({"root": "relative/secret-path", "syncTimeoutMs": 0}));
-        assert!(v.config.is_none());
-        assert_eq!(v.errors.len(), 2);
-        assert!(v.errors.iter().all(|e| !e.contains("secret-path")));
-        assert!(LocalConfig::parse(&json!({"syncTimeoutMs": 1.5})).is_err());
-        assert!(LocalConfig::parse(&json!({"root": 7})).is_err());
-        assert!(LocalConfig::parse(&json!([1])).is_err());
+    fn accepts_defaults_and_valid_values_and_keeps_other_keys() {
+        assert_eq!(parse(json!({})), LocalConfig::default());
+        assert_eq!(parse(json!({})).sync_timeout_ms.get(), DEFAULT_SYNC_TIMEOUT_MS);
+        let c = parse(json!({"root": "/srv/leases", "syncTimeoutMs": 5000, "timeoutMs": 1}));
+        assert_eq!(c.root.as_ref().map(LeaseRoot::path), Some(Path::new("/srv/leases")));
+        assert_eq!(c.resolved_root(), PathBuf::from("/srv/leases"));
+        assert_eq!(c.sync_timeout_ms.get(), 5000);
+        // The normalized config: every key, `syncTimeoutMs` explicit.
+        assert_eq!(
+            serde_json::to_value(parse(json!({"root": "/srv/leases", "timeoutMs": 1}))).unwrap(),
+            json!({"root": "/srv/leases", "syncTimeoutMs": 300000, "timeoutMs": 1})
+        );
+    }
+
+    #[test]
+    fn the_schema_documents_the_keys_it_reads() {
+        let schema = config_schema::<LocalConfig>();
+        let keys: Vec<_> = schema["properties"].as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["root", "syncTimeoutMs"]);
+        assert_eq!(schema["properties"]["syncTimeoutMs"]["default"], json!(300000));
+        assert_eq!(schema["properties"]["root"]["type"], json!(["string", "null"]));
     }
 }

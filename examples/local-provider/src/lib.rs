@@ -5,7 +5,7 @@
 //!
 //! | Module | Role |
 //! |---|---|
-//! | [`config`] | the provider config (`root`, `syncTimeoutMs`) and its validation |
+//! | [`config`] | the typed provider config (`root`, `syncTimeoutMs`) |
 //! | [`leases`] | acquire / resume / release / destroy / stop / realize over lease directories |
 //! | [`exec`] | run one command in a lease: process group, timeout, cancellation, streaming |
 //! | [`provider`] | the `environment*` hooks on the protocol's typed params and results, and the derived plugin manifest |

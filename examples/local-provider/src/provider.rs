@@ -1,9 +1,15 @@
 //! The provider's hooks on the protocol's typed params and results.
 //!
-//! [`LocalProvider`] turns each `environment*` call into the core modules ([`crate::leases`],
-//! [`crate::exec`], [`crate::sync`]); the JSON-RPC glue (the SDK trait impl in `main.rs`) only
-//! forwards to it and maps [`LocalError`] to wire errors. Every call resolves its own root from
-//! its `config`, so one worker serves environments with different roots.
+//! [`LocalDriver`] turns each `environment*` call into the core modules ([`crate::leases`],
+//! [`crate::exec`], [`crate::sync`]); the JSON-RPC glue (the SDK trait impl in
+//! [`crate::worker`]) only forwards to it and maps [`LocalError`] to wire errors. Every call
+//! resolves its own root from its `config`, so one worker serves environments with different
+//! roots.
+//!
+//! The driver is generic over its config type ([`LocalSettings`]): [`LocalProvider`] is
+//! `LocalDriver<LocalConfig>` with the plugin manifest, and a provider wrapping it with a
+//! larger config (the bwrap provider) delegates its hooks to `LocalDriver<ItsConfig>`, since a
+//! delegate serves the same config type as its wrapper.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -12,8 +18,8 @@ use std::time::Duration;
 use paperclip_sandbox_protocol::methods::execute::{ExecuteParams, ExecuteResult};
 use paperclip_sandbox_protocol::methods::idle::BackgroundWork;
 use paperclip_sandbox_protocol::methods::lease::{
-    AcquireLeaseParams, Diagnostic, DiagnosticSeverity, JsonObject, Lease, ProbeParams,
-    ProbeResult, ReleaseLeaseParams, ResourceDisposition, ResumeLeaseParams, StopLeaseParams,
+    AcquireLeaseParams, Diagnostic, DiagnosticSeverity, Lease, ProbeParams, ProbeResult,
+    ReleaseLeaseParams, ResourceDisposition, ResumeLeaseParams, StopLeaseParams,
     TerminationReceipt, ValidateConfigParams, ValidateConfigResult,
 };
 use paperclip_sandbox_protocol::methods::sync::{self as psync, SyncParams, SyncResult};
@@ -22,16 +28,15 @@ use paperclip_sandbox_protocol::methods::workspace::{
 };
 use paperclip_sandbox_protocol::HostProfile;
 use paperclip_sandbox_sdk::PluginManifest;
-use serde_json::Value;
 
-use crate::config::LocalConfig;
+use crate::config::{LocalConfig, LocalSettings};
 use crate::duplex::DuplexChannels;
 use crate::error::{ErrorKind, LocalError, Result};
 use crate::exec::{self, ExecRequest, OutputSink, ProcessGroups};
 use crate::leases::{self, Disposition, LeaseStore, ReceiptState};
-use crate::sync::{self, Direction, FileMapping, MappingKind, PostUploadCommand, SyncOperation};
+use crate::sync::{self, Direction};
 
-/// The local provider: stateless apart from the table of running process groups.
+/// The local provider: [`LocalDriver`] with the local config, and its plugin manifest.
 ///
 /// Its plugin manifest is derived ([`PluginManifest`]) and checked when the crate compiles:
 /// each capability declared here needs hooks of the `#[provider]` block in [`crate::worker`]
@@ -60,10 +65,14 @@ use crate::sync::{self, Direction, FileMapping, MappingKind, PostUploadCommand, 
     ),
     default_acquire_timeout_ms = 60_000
 )]
-pub struct LocalProvider {
-    groups: ProcessGroups,
-    profile: HostProfile,
-    channels: DuplexChannels,
+pub struct LocalProvider(LocalDriver<LocalConfig>);
+
+impl LocalProvider {
+    /// A provider answering as the host `profile` expects (it decides whether
+    /// `minimumTimeoutMs` is read).
+    pub fn new(profile: HostProfile) -> Self {
+        Self(LocalDriver::new(profile))
+    }
 }
 
 impl Default for LocalProvider {
@@ -72,9 +81,32 @@ impl Default for LocalProvider {
     }
 }
 
-fn store(config: &JsonObject, groups: &ProcessGroups) -> Result<LeaseStore> {
-    let cfg = LocalConfig::parse(&Value::Object(config.clone()))?;
-    LeaseStore::open(&cfg.resolved_root(), groups.clone())
+impl std::ops::Deref for LocalProvider {
+    type Target = LocalDriver<LocalConfig>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl AsRef<LocalDriver<LocalConfig>> for LocalProvider {
+    fn as_ref(&self) -> &LocalDriver<LocalConfig> {
+        &self.0
+    }
+}
+
+/// The local provider's state and hooks for the config type `C`: stateless apart from the
+/// table of running process groups and the duplex channels. Clones share them.
+#[derive(Debug, Clone)]
+pub struct LocalDriver<C> {
+    groups: ProcessGroups,
+    profile: HostProfile,
+    channels: DuplexChannels,
+    config: std::marker::PhantomData<fn() -> C>,
+}
+
+fn store(config: &impl LocalSettings, groups: &ProcessGroups) -> Result<LeaseStore> {
+    LeaseStore::open(&config.resolved_root(), groups.clone())
 }
 
 fn lease_id(lease: &Lease) -> Result<&str> {
@@ -133,11 +165,16 @@ fn root_writable(root: &Path) -> std::result::Result<(), String> {
     std::fs::remove_file(&probe).map_err(|e| format!("cannot clean up in the root: {e}"))
 }
 
-impl LocalProvider {
-    /// A provider answering as the host `profile` expects (it decides whether
+impl<C: LocalSettings> LocalDriver<C> {
+    /// A driver answering as the host `profile` expects (it decides whether
     /// `minimumTimeoutMs` is read).
     pub fn new(profile: HostProfile) -> Self {
-        Self { groups: ProcessGroups::default(), profile, channels: DuplexChannels::default() }
+        Self {
+            groups: ProcessGroups::default(),
+            profile,
+            channels: DuplexChannels::default(),
+            config: std::marker::PhantomData,
+        }
     }
 
     /// The open duplex channels.
@@ -150,11 +187,12 @@ impl LocalProvider {
         &self.groups
     }
 
-    /// Records where lease `id` lives (from the `config` of a call naming it), so methods
-    /// whose params carry no config (the duplex channels) can find it.
-    pub fn remember_lease(&self, config: &JsonObject, id: &str) {
-        if let Ok(cfg) = LocalConfig::parse(&Value::Object(config.clone())) {
-            self.channels.remember_lease(id, &cfg.resolved_root());
+    /// Records where lease `id` lives (from the `config` of a call naming it: acquire,
+    /// resume, realize, execute), so methods whose params carry no config (the duplex
+    /// channels) can find it.
+    pub fn remember_lease(&self, config: &C, id: Option<&str>) {
+        if let Some(id) = id {
+            self.channels.remember_lease(id, &config.resolved_root());
         }
     }
 
@@ -181,31 +219,21 @@ impl LocalProvider {
         self.groups.kill_everything()
     }
 
-    /// `environmentValidateConfig`: `root` absolute if given, `syncTimeoutMs` a positive whole
-    /// number; the normalized config makes `syncTimeoutMs` explicit.
-    pub fn validate_config(&self, params: &ValidateConfigParams) -> ValidateConfigResult {
-        let original = Value::Object(params.config.clone());
-        let v = LocalConfig::validate(&original);
-        let mut result = match &v.config {
-            Some(cfg) => {
-                let normalized = match cfg.normalized(&original) {
-                    Value::Object(o) => o,
-                    _ => JsonObject::new(),
-                };
+    /// `environmentValidateConfig`: the config parsed (the SDK answered a config that does
+    /// not fit before this runs); the normalized config is the parsed one, every default
+    /// explicit, other keys kept.
+    pub fn validate_config(&self, params: &ValidateConfigParams<C>) -> ValidateConfigResult {
+        match serde_json::to_value(&params.config) {
+            Ok(serde_json::Value::Object(normalized)) => {
                 ValidateConfigResult::valid().with_normalized_config(normalized)
             }
-            None => ValidateConfigResult::invalid(v.errors.clone()),
-        };
-        for w in v.warnings {
-            result = result.with_warning(w);
+            _ => ValidateConfigResult::valid(),
         }
-        result
     }
 
     /// `environmentProbe`: the root is writable and `sh` and `tar` are on the `PATH`.
-    pub async fn probe(&self, params: &ProbeParams) -> Result<ProbeResult> {
-        let cfg = LocalConfig::parse(&Value::Object(params.base.config.clone()))?;
-        let root = cfg.resolved_root();
+    pub async fn probe(&self, params: &ProbeParams<C>) -> Result<ProbeResult> {
+        let root = params.base.config.resolved_root();
         let writable = blocking({
             let root = root.clone();
             move || Ok(root_writable(&root))
@@ -259,21 +287,29 @@ impl LocalProvider {
     }
 
     /// `environmentAcquireLease`: a fresh lease directory, bounded by `requestedExpiresAt`.
-    pub async fn acquire(&self, params: &AcquireLeaseParams) -> Result<Lease> {
+    pub async fn acquire(&self, params: &AcquireLeaseParams<C>) -> Result<Lease> {
         let store = store(&params.base.config, &self.groups)?;
         let requested = params.requested_expires_at.clone();
-        blocking(move || store.acquire(requested.as_deref())).await.map(to_wire_lease)
+        let lease =
+            blocking(move || store.acquire(requested.as_deref())).await.map(to_wire_lease)?;
+        self.remember_lease(&params.base.config, lease.provider_lease_id.as_deref());
+        Ok(lease)
     }
 
     /// `environmentResumeLease`: the lease, or `{providerLeaseId: null, metadata: {expired: true}}`.
-    pub async fn resume(&self, params: &ResumeLeaseParams) -> Result<Lease> {
+    pub async fn resume(&self, params: &ResumeLeaseParams<C>) -> Result<Lease> {
         let store = store(&params.base.config, &self.groups)?;
         let id = params.provider_lease_id.clone();
-        blocking(move || store.resume(&id)).await.map(to_wire_lease)
+        let lease = blocking(move || store.resume(&id)).await.map(to_wire_lease)?;
+        self.remember_lease(&params.base.config, lease.provider_lease_id.as_deref());
+        Ok(lease)
     }
 
     /// `environmentReleaseLease`: by `resourceDisposition` (default destroy).
-    pub async fn release(&self, params: &ReleaseLeaseParams) -> Result<Option<TerminationReceipt>> {
+    pub async fn release(
+        &self,
+        params: &ReleaseLeaseParams<C>,
+    ) -> Result<Option<TerminationReceipt>> {
         let store = store(&params.base.config, &self.groups)?;
         let id = params.provider_lease_id.clone();
         let d = disposition(params.resource_disposition.as_ref());
@@ -281,19 +317,23 @@ impl LocalProvider {
     }
 
     /// `environmentDestroyLease`: idempotent; a missing lease is `destroyed`.
-    pub async fn destroy(&self, params: &ReleaseLeaseParams) -> Result<Option<TerminationReceipt>> {
+    pub async fn destroy(
+        &self,
+        params: &ReleaseLeaseParams<C>,
+    ) -> Result<Option<TerminationReceipt>> {
         let store = store(&params.base.config, &self.groups)?;
         let id = params.provider_lease_id.clone();
         blocking(move || store.destroy(id.as_deref())).await.map(|r| r.map(to_wire_receipt))
     }
 
     /// `environmentStopLease`: end the lease's commands, keep its files.
-    pub async fn stop(&self, params: &StopLeaseParams) -> Result<TerminationReceipt> {
+    pub async fn stop(&self, params: &StopLeaseParams<C>) -> Result<TerminationReceipt> {
         let store = store(&params.base.config, &self.groups)?;
         // Stop takes the release params, whose lease id may be null: nothing to stop then,
         // and no receipt can name it.
         let id = params
-            .lease_id()
+            .provider_lease_id
+            .as_deref()
             .filter(|id| !id.is_empty())
             .ok_or_else(|| LocalError::invalid("providerLeaseId is required to stop a lease"))?
             .to_owned();
@@ -301,7 +341,11 @@ impl LocalProvider {
     }
 
     /// `environmentRealizeWorkspace`: `{cwd}` of the lease's workspace directory.
-    pub async fn realize(&self, params: &RealizeWorkspaceParams) -> Result<RealizeWorkspaceResult> {
+    pub async fn realize(
+        &self,
+        params: &RealizeWorkspaceParams<C>,
+    ) -> Result<RealizeWorkspaceResult> {
+        self.remember_lease(&params.base.config, params.lease.provider_lease_id.as_deref());
         let store = store(&params.base.config, &self.groups)?;
         let id = lease_id(&params.lease)?.to_string();
         let remote = params.workspace.remote_path.clone();
@@ -314,15 +358,16 @@ impl LocalProvider {
     /// the host does not read); `cancel` ends the command's process group.
     pub async fn execute(
         &self,
-        params: &ExecuteParams,
+        params: &ExecuteParams<C>,
         sink: &mut impl OutputSink,
         cancel: impl Future<Output = ()>,
     ) -> Result<ExecuteResult> {
+        self.remember_lease(&params.base.config, params.lease.provider_lease_id.as_deref());
         let store = store(&params.base.config, &self.groups)?;
         let dir = store.active_dir(lease_id(&params.lease)?)?;
         let req = ExecRequest {
             command: params.command.clone(),
-            args: params.args().to_vec(),
+            args: params.args.clone().unwrap_or_default(),
             cwd: params.cwd.as_ref().map(PathBuf::from),
             env: params.env.clone().unwrap_or_default(),
             stdin: params.stdin.as_ref().map(|s| s.clone().into_bytes()),
@@ -334,19 +379,14 @@ impl LocalProvider {
 
     /// `environmentSyncIn` / `environmentSyncOut`, bounded by max(`minimumTimeoutMs`,
     /// `syncTimeoutMs`).
-    pub async fn sync(&self, direction: Direction, params: &SyncParams) -> Result<SyncResult> {
-        let cfg = LocalConfig::parse(&Value::Object(params.base.config.clone()))?;
-        let timeout_ms = params
-            .effective_timeout_ms(self.profile, cfg.sync_timeout_ms)
-            .map_err(|e| LocalError::invalid(e.to_string()))?;
+    pub async fn sync(&self, direction: Direction, params: &SyncParams<C>) -> Result<SyncResult> {
+        let cfg = &params.base.config;
+        let timeout_ms =
+            sync::effective_timeout_ms(params, self.profile, cfg.sync_timeout_ms().get())
+                .map_err(|e| LocalError::invalid(e.to_string()))?;
         let store = LeaseStore::open(&cfg.resolved_root(), self.groups.clone())?;
         let dir = store.active_dir(lease_id(&params.lease)?)?;
-        let ops = params
-            .operations
-            .iter()
-            .enumerate()
-            .map(to_core_operation)
-            .collect::<Result<Vec<_>>>()?;
+        let ops = sync::operations_from_wire(&params.operations)?;
         let results =
             sync::sync(direction, &dir, ops, Duration::from_millis(timeout_ms), &self.groups)
                 .await?;
@@ -363,49 +403,6 @@ impl LocalProvider {
                 .collect(),
         ))
     }
-}
-
-/// The largest `mode` a mapping may carry: POSIX permission bits with setuid, setgid and
-/// sticky (which are accepted but never applied).
-pub const MAX_MODE: u32 = 0o7777;
-
-fn to_core_operation((i, op): (usize, &psync::SyncOperation)) -> Result<SyncOperation> {
-    let mut files = Vec::with_capacity(op.files.len());
-    for (j, f) in op.files.iter().enumerate() {
-        if f.mode.is_some_and(|m| m > MAX_MODE) {
-            return Err(LocalError::invalid(format!(
-                "operations[{i}].files[{j}].mode must be POSIX permission bits (0 to 0o7777)"
-            )));
-        }
-        let kind = match f.kind {
-            psync::MappingKind::File => MappingKind::File,
-            psync::MappingKind::Directory => MappingKind::Directory,
-            other => {
-                return Err(LocalError::invalid(format!("unsupported mapping kind {other:?}")))
-            }
-        };
-        files.push(FileMapping {
-            source_path: PathBuf::from(&f.source_path),
-            target_path: PathBuf::from(&f.target_path),
-            kind,
-            mode: f.mode,
-            exclude: f.exclude.clone().unwrap_or_default(),
-            follow_symlinks: f.follow_symlinks.unwrap_or(false),
-        });
-    }
-    Ok(SyncOperation {
-        operation_id: op.operation_id.clone(),
-        files,
-        post_upload_commands: op
-            .post_upload_commands()
-            .iter()
-            .map(|c| PostUploadCommand {
-                command: c.command.clone(),
-                cwd: c.cwd.as_ref().map(PathBuf::from),
-                timeout_ms: c.timeout_ms,
-            })
-            .collect(),
-    })
 }
 
 #[cfg(test)]

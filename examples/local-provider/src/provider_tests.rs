@@ -3,7 +3,7 @@
 use super::*;
 use paperclip_sandbox_sdk::OutputStream;
 use serde::de::DeserializeOwned;
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn params<T: DeserializeOwned>(root: &Path, extra: Value) -> T {
     let mut v = json!({
@@ -46,7 +46,7 @@ async fn full_lifecycle_on_typed_params() {
     );
 
     let mut chunks = Vec::new();
-    let exec: ExecuteParams = params(
+    let exec: ExecuteParams<LocalConfig> = params(
         &root,
         json!({"lease": wire_lease, "command": "sh", "args": ["-c", "cat hello.txt; echo err >&2"], "cwd": realized.cwd}),
     );
@@ -95,10 +95,6 @@ async fn validate_probe_and_minimum_timeout() {
     let ok = serde_json::to_value(ok).unwrap();
     assert_eq!(ok["ok"], json!(true));
     assert_eq!(ok["normalizedConfig"]["syncTimeoutMs"], json!(300000));
-    let bad = p.validate_config(
-        &serde_json::from_value(json!({"driverKey": "local", "config": {"root": "rel"}})).unwrap(),
-    );
-    assert_eq!(serde_json::to_value(bad).unwrap()["ok"], json!(false));
 
     let probe = p.probe(&params(&root, json!({}))).await.unwrap();
     let probe = serde_json::to_value(probe).unwrap();
@@ -108,13 +104,13 @@ async fn validate_probe_and_minimum_timeout() {
     assert_eq!(codes, vec![json!("root_writable"), json!("sh_present"), json!("tar_present")]);
 
     let lease = p.acquire(&params(&root, json!({"runId": "r"}))).await.unwrap();
-    let sync: SyncParams =
+    let sync: SyncParams<LocalConfig> =
         params(&root, json!({"lease": lease, "operations": [], "minimumTimeoutMs": 0}));
     assert_eq!(p.sync(Direction::In, &sync).await.unwrap_err().kind, ErrorKind::InvalidParams);
     // The September profile predates the field and ignores it.
     let old = LocalProvider::new(HostProfile::Paperclip2026_09);
     assert!(old.sync(Direction::In, &sync).await.unwrap().operations.is_empty());
-    let no_lease: SyncParams =
+    let no_lease: SyncParams<LocalConfig> =
         params(&root, json!({"lease": {"providerLeaseId": null}, "operations": []}));
     assert_eq!(p.sync(Direction::Out, &no_lease).await.unwrap_err().kind, ErrorKind::InvalidParams);
 }
@@ -125,7 +121,7 @@ async fn execute_reports_timeouts_and_cancellation() {
     let root = tmp.path().join("root");
     let p = LocalProvider::default();
     let lease = p.acquire(&params(&root, json!({"runId": "r"}))).await.unwrap();
-    let exec: ExecuteParams = params(
+    let exec: ExecuteParams<LocalConfig> = params(
         &root,
         json!({"lease": lease, "command": "sleep", "args": ["30"], "timeoutMs": 200}),
     );
@@ -133,9 +129,42 @@ async fn execute_reports_timeouts_and_cancellation() {
     let wire = serde_json::to_value(&out).unwrap();
     assert_eq!(wire["timedOut"], json!(true));
     assert_eq!(wire["exitCode"], Value::Null);
-    let exec: ExecuteParams =
+    let exec: ExecuteParams<LocalConfig> =
         params(&root, json!({"lease": lease, "command": "sleep", "args": ["30"]}));
     let out =
         p.execute(&exec, &mut (), tokio::time::sleep(Duration::from_millis(100))).await.unwrap();
     assert_eq!(out.metadata.unwrap()["cancelled"], json!(true));
+}
+
+/// A config that does not fit is answered by the SDK before a hook runs: with the path and
+/// what was expected, never the value.
+#[tokio::test]
+async fn a_bad_config_is_a_typed_error_naming_the_path() {
+    let client = paperclip_sandbox_sdk::testing::TestClient::new(LocalProvider::default());
+    let cases = [
+        (json!({"root": "relative/secret-path"}), "config.root: expected an absolute path"),
+        (json!({"root": 7}), "config.root: expected a string"),
+        (
+            json!({"syncTimeoutMs": 0}),
+            "config.syncTimeoutMs: expected a whole number from 1 to 2147483647",
+        ),
+        (json!({"syncTimeoutMs": 1.5}), "config.syncTimeoutMs: expected u64"),
+    ];
+    for (config, expected) in cases {
+        let validate = json!({"driverKey": "local", "config": config});
+        let answer = client.call_raw("environmentValidateConfig", validate).await.unwrap();
+        assert_eq!(answer, json!({"ok": false, "errors": [expected]}), "{config}");
+        let probe =
+            json!({"driverKey": "local", "companyId": "c", "environmentId": "e", "config": config});
+        let error = client.call_raw("environmentProbe", probe).await.unwrap_err();
+        assert_eq!((error.code, error.message), (-32602, format!("Invalid params: {expected}")));
+    }
+    let answer = client
+        .call_raw(
+            "environmentValidateConfig",
+            json!({"driverKey": "local", "config": {"timeoutMs": 5}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer["normalizedConfig"], json!({"syncTimeoutMs": 300000, "timeoutMs": 5}));
 }

@@ -15,8 +15,8 @@
 //!   directory), bounded by their `timeoutMs` and by the call's deadline. A non-zero exit fails
 //!   the call.
 //! - **Deadline**. The whole call is bounded by
-//!   [`effective_timeout`]`(minimumTimeoutMs, syncTimeoutMs)` = the larger of the two.
-//!   `minimumTimeoutMs` must be a whole number from 1 to 1,800,000 ([`parse_minimum_timeout`]).
+//!   [`effective_timeout_ms`]`(minimumTimeoutMs, syncTimeoutMs)` = the larger of the two.
+//!   `minimumTimeoutMs` must be a whole number from 1 to 1,800,000 (the protocol crate checks it).
 //!   On expiry the copy stops at its next buffer, running commands are killed, and the call
 //!   fails with [`ErrorKind::Timeout`].
 
@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
+use paperclip_sandbox_protocol::methods::sync as psync;
+use serde::Serialize;
 use tokio::time::Instant;
 
 use crate::beneath::{Anchor, Resolve};
@@ -35,9 +35,6 @@ use crate::copy::{copy_dir_mapping, copy_file_mapping, CopyOptions, Transfer};
 use crate::error::{ErrorKind, LocalError, Result};
 use crate::exec::{self, ExecRequest, ProcessGroups};
 use crate::glob::Excludes;
-
-/// The largest accepted `minimumTimeoutMs`: 30 minutes.
-pub const MAX_MINIMUM_TIMEOUT_MS: u64 = 1_800_000;
 
 /// The direction of a sync call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,8 +46,7 @@ pub enum Direction {
 }
 
 /// A file mapping's kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MappingKind {
     /// A single file (or symlink).
     File,
@@ -59,8 +55,7 @@ pub enum MappingKind {
 }
 
 /// One file mapping of an operation.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileMapping {
     /// Where to read.
     pub source_path: PathBuf,
@@ -68,42 +63,33 @@ pub struct FileMapping {
     pub target_path: PathBuf,
     /// File or directory.
     pub kind: MappingKind,
-    /// POSIX permission bits for the files written: a number, or an octal string (`"0644"`).
-    #[serde(default, deserialize_with = "de_mode")]
+    /// POSIX permission bits for the files written.
     pub mode: Option<u32>,
     /// Exclude globs ([`crate::glob`]).
-    #[serde(default, deserialize_with = "de_null_default")]
     pub exclude: Vec<String>,
     /// tar `-h`: copy link targets instead of links.
-    #[serde(default, deserialize_with = "de_null_default")]
     pub follow_symlinks: bool,
 }
 
 /// A command run after an operation's files land.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostUploadCommand {
     /// A shell command line, run as `sh -c <command>`.
     pub command: String,
     /// Absolute working directory inside the lease.
-    #[serde(default)]
     pub cwd: Option<PathBuf>,
     /// Its own timeout.
-    #[serde(default)]
     pub timeout_ms: Option<u64>,
 }
 
 /// One sync operation.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncOperation {
     /// Opaque id, echoed in the result.
     pub operation_id: String,
     /// Its mappings, applied in order.
-    #[serde(default, deserialize_with = "de_null_default")]
     pub files: Vec<FileMapping>,
     /// Commands run after the files land (SyncIn).
-    #[serde(default, deserialize_with = "de_null_default")]
     pub post_upload_commands: Vec<PostUploadCommand>,
 }
 
@@ -119,45 +105,69 @@ pub struct OperationResult {
     pub bytes_transferred: u64,
 }
 
-fn de_null_default<'de, D, T>(d: D) -> std::result::Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+/// The largest `mode` a mapping may carry: POSIX permission bits with setuid, setgid and
+/// sticky (which are accepted but never applied).
+pub const MAX_MODE: u32 = 0o7777;
+
+fn operation_from_wire((i, op): (usize, &psync::SyncOperation)) -> Result<SyncOperation> {
+    let mut files = Vec::with_capacity(op.files.len());
+    for (j, f) in op.files.iter().enumerate() {
+        if f.mode.is_some_and(|m| m > MAX_MODE) {
+            return Err(LocalError::invalid(format!(
+                "operations[{i}].files[{j}].mode must be POSIX permission bits (0 to 0o7777)"
+            )));
+        }
+        let kind = match f.kind {
+            psync::MappingKind::File => MappingKind::File,
+            psync::MappingKind::Directory => MappingKind::Directory,
+            other => {
+                return Err(LocalError::invalid(format!("unsupported mapping kind {other:?}")))
+            }
+        };
+        files.push(FileMapping {
+            source_path: PathBuf::from(&f.source_path),
+            target_path: PathBuf::from(&f.target_path),
+            kind,
+            mode: f.mode,
+            exclude: f.exclude.clone().unwrap_or_default(),
+            follow_symlinks: f.follow_symlinks.unwrap_or(false),
+        });
+    }
+    Ok(SyncOperation {
+        operation_id: op.operation_id.clone(),
+        files,
+        post_upload_commands: op
+            .post_upload_commands()
+            .iter()
+            .map(|c| PostUploadCommand {
+                command: c.command.clone(),
+                cwd: c.cwd.as_ref().map(PathBuf::from),
+                timeout_ms: c.timeout_ms,
+            })
+            .collect(),
+    })
 }
 
-fn de_mode<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<u32>, D::Error> {
-    use serde::de::Error;
-    let mode = match Option::<Value>::deserialize(d)? {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Number(n)) => n.as_u64().and_then(|m| u32::try_from(m).ok()),
-        Some(Value::String(s)) => u32::from_str_radix(s.trim_start_matches("0o"), 8).ok(),
-        Some(_) => None,
+/// The core operations of a sync call's typed `operations`: a `mode` past [`MAX_MODE`] or a
+/// mapping kind other than file and directory is an [`ErrorKind::InvalidParams`] error naming
+/// its index.
+pub fn operations_from_wire(operations: &[psync::SyncOperation]) -> Result<Vec<SyncOperation>> {
+    operations.iter().enumerate().map(operation_from_wire).collect()
+}
+
+/// The transfer timeout of a sync call in milliseconds: max(`minimumTimeoutMs`, validated
+/// and read only from November hosts, `configured_ms`). `SyncParams::effective_timeout_ms`
+/// for params of any config type (the protocol's is written for the JSON-object config).
+pub fn effective_timeout_ms<C>(
+    params: &paperclip_sandbox_protocol::methods::sync::SyncParams<C>,
+    profile: paperclip_sandbox_protocol::HostProfile,
+    configured_ms: u64,
+) -> std::result::Result<u64, paperclip_sandbox_protocol::methods::sync::InvalidMinimumTimeout> {
+    let minimum = match profile.is_november() {
+        true => psync::validate_minimum_timeout_ms(params.minimum_timeout_ms.as_ref())?,
+        false => None,
     };
-    match mode {
-        Some(m) if m <= 0o7777 => Ok(Some(m)),
-        _ => Err(D::Error::custom("mode must be POSIX permission bits (0 to 0o7777)")),
-    }
-}
-
-/// Read `minimumTimeoutMs` from sync params: absent or null is `None`; otherwise it must be a
-/// whole number from 1 to [`MAX_MINIMUM_TIMEOUT_MS`] (an [`ErrorKind::InvalidParams`] error).
-pub fn parse_minimum_timeout(params: &Value) -> Result<Option<u64>> {
-    match params.get("minimumTimeoutMs") {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match v.as_u64() {
-            Some(n) if (1..=MAX_MINIMUM_TIMEOUT_MS).contains(&n) => Ok(Some(n)),
-            _ => Err(LocalError::invalid(format!(
-                "minimumTimeoutMs must be a whole number from 1 to {MAX_MINIMUM_TIMEOUT_MS}"
-            ))),
-        },
-    }
-}
-
-/// The effective transfer timeout: max(`minimum`, `configured`) milliseconds.
-pub fn effective_timeout(minimum: Option<u64>, configured_ms: u64) -> Duration {
-    Duration::from_millis(minimum.map_or(configured_ms, |m| m.max(configured_ms)))
+    Ok(psync::effective_sync_timeout_ms(minimum, configured_ms))
 }
 
 /// Apply `operations` to the lease at `lease_dir`, in order, within `timeout`.

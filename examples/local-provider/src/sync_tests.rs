@@ -27,7 +27,8 @@ fn fixture() -> Fixture {
 }
 
 fn ops(v: serde_json::Value) -> Vec<SyncOperation> {
-    serde_json::from_value(v).unwrap()
+    let wire: Vec<psync::SyncOperation> = serde_json::from_value(v).unwrap();
+    operations_from_wire(&wire).unwrap()
 }
 
 async fn sync_in(f: &Fixture, v: serde_json::Value) -> Result<Vec<OperationResult>> {
@@ -92,7 +93,7 @@ async fn sync_out_a_directory_with_excludes_then_round_trip() {
         Direction::Out,
         &f.lease,
         ops(json!([{"operationId": "out", "files": [
-            {"sourcePath": ws.join("p"), "targetPath": out_dir, "kind": "directory", "exclude": ["target"], "mode": "0600"}
+            {"sourcePath": ws.join("p"), "targetPath": out_dir, "kind": "directory", "exclude": ["target"], "mode": 0o600}
         ]}])),
         Duration::from_secs(60),
         &f.groups,
@@ -118,7 +119,7 @@ async fn operations_apply_in_order_and_fail_fast_naming_the_command() {
                 {"command": "echo boom >&2; exit 7"},
                 {"command": format!("touch '{}'", marker.display())}
             ]},
-            {"operationId": "op-2", "postUploadCommands": [{"command": format!("touch '{}'", marker.display())}]}
+            {"files": [], "operationId": "op-2", "postUploadCommands": [{"command": format!("touch '{}'", marker.display())}]}
         ]),
     )
     .await
@@ -209,13 +210,15 @@ async fn post_upload_cwd_must_be_absolute_and_confined_and_sync_out_refuses_comm
     for cwd in [json!("workspace"), json!("/"), json!(f.lease.join("workspace/../.."))] {
         let err = sync_in(
             &f,
-            json!([{"operationId": "o", "postUploadCommands": [{"command": "true", "cwd": cwd}]}]),
+            json!([{"files": [], "operationId": "o", "postUploadCommands": [{"command": "true", "cwd": cwd}]}]),
         )
         .await
         .unwrap_err();
         assert!(matches!(err.kind, ErrorKind::InvalidParams | ErrorKind::Confinement), "{err}");
     }
-    let op = ops(json!([{"operationId": "o", "postUploadCommands": [{"command": "true"}]}]));
+    let op = ops(
+        json!([{"files": [], "operationId": "o", "postUploadCommands": [{"command": "true"}]}]),
+    );
     let err =
         sync(Direction::Out, &f.lease, op, Duration::from_secs(5), &f.groups).await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidParams);
@@ -226,7 +229,7 @@ async fn the_deadline_bounds_the_whole_call_and_kills_commands() {
     let f = fixture();
     let started = std::time::Instant::now();
     let op = ops(
-        json!([{"operationId": "slow", "postUploadCommands": [{"command": "sleep 30 & sleep 30"}]}]),
+        json!([{"files": [], "operationId": "slow", "postUploadCommands": [{"command": "sleep 30 & sleep 30"}]}]),
     );
     let err =
         sync(Direction::In, &f.lease, op, Duration::from_millis(300), &f.groups).await.unwrap_err();
@@ -234,7 +237,7 @@ async fn the_deadline_bounds_the_whole_call_and_kills_commands() {
     assert!(started.elapsed() < Duration::from_secs(10), "liveness bound");
     // The per-command timeout applies too.
     let op = ops(
-        json!([{"operationId": "slow", "postUploadCommands": [{"command": "sleep 30", "timeoutMs": 200}]}]),
+        json!([{"files": [], "operationId": "slow", "postUploadCommands": [{"command": "sleep 30", "timeoutMs": 200}]}]),
     );
     let err =
         sync(Direction::In, &f.lease, op, Duration::from_secs(60), &f.groups).await.unwrap_err();
@@ -244,23 +247,27 @@ async fn the_deadline_bounds_the_whole_call_and_kills_commands() {
 
 #[test]
 fn minimum_timeout_is_validated_and_widens_the_configured_timeout() {
-    assert_eq!(parse_minimum_timeout(&json!({})).unwrap(), None);
-    assert_eq!(parse_minimum_timeout(&json!({"minimumTimeoutMs": null})).unwrap(), None);
-    assert_eq!(
-        parse_minimum_timeout(&json!({"minimumTimeoutMs": 1_800_000})).unwrap(),
-        Some(1_800_000)
-    );
+    use paperclip_sandbox_protocol::HostProfile;
+    let params = |minimum: serde_json::Value| -> psync::SyncParams {
+        let mut p = json!({"driverKey": "local", "companyId": "c", "environmentId": "e",
+            "lease": {"providerLeaseId": "l"}, "operations": [], "minimumTimeoutMs": minimum});
+        p.as_object_mut().unwrap().retain(|_, v| !v.is_null());
+        serde_json::from_value(p).unwrap()
+    };
+    let november = HostProfile::Paperclip2026_11;
+    assert_eq!(effective_timeout_ms(&params(json!(null)), november, 300_000), Ok(300_000));
+    assert_eq!(effective_timeout_ms(&params(json!(600_000)), november, 300_000), Ok(600_000));
+    assert_eq!(effective_timeout_ms(&params(json!(1_000)), november, 300_000), Ok(300_000));
     for bad in [json!(0), json!(-5), json!(1.5), json!(1_800_001), json!("600000")] {
-        let err = parse_minimum_timeout(&json!({"minimumTimeoutMs": bad})).unwrap_err();
-        assert_eq!(err.kind, ErrorKind::InvalidParams, "{bad}");
+        assert!(effective_timeout_ms(&params(bad.clone()), november, 1).is_err(), "{bad}");
+        // The September profile predates the field and ignores it.
+        let september = HostProfile::Paperclip2026_09;
+        assert_eq!(effective_timeout_ms(&params(bad), september, 1), Ok(1));
     }
-    assert_eq!(effective_timeout(None, 300_000), Duration::from_millis(300_000));
-    assert_eq!(effective_timeout(Some(600_000), 300_000), Duration::from_millis(600_000));
-    assert_eq!(effective_timeout(Some(1_000), 300_000), Duration::from_millis(300_000));
 }
 
 #[test]
-fn operations_deserialize_leniently() {
+fn wire_operations_become_core_operations_and_bad_modes_are_refused() {
     let v: Vec<SyncOperation> = ops(json!([{
         "operationId": "x", "files": [{"sourcePath": "/a", "targetPath": "/b", "kind": "file",
             "mode": null, "exclude": null, "followSymlinks": null, "access": "ro", "writablePath": "/b"}],
@@ -268,8 +275,10 @@ fn operations_deserialize_leniently() {
     }]));
     assert_eq!(v[0].files[0].mode, None);
     assert!(!v[0].files[0].follow_symlinks);
-    let bad: std::result::Result<Vec<SyncOperation>, _> = serde_json::from_value(json!([{
-        "operationId": "x", "files": [{"sourcePath": "/a", "targetPath": "/b", "kind": "file", "mode": "9z"}]
-    }]));
-    assert!(bad.is_err());
+    let wire: Vec<psync::SyncOperation> = serde_json::from_value(json!([{"operationId": "x",
+        "files": [{"sourcePath": "/a", "targetPath": "/b", "kind": "file", "mode": 0o10000}]}]))
+    .unwrap();
+    let err = operations_from_wire(&wire).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidParams);
+    assert!(err.message.starts_with("operations[0].files[0].mode"), "{err}");
 }

@@ -1,6 +1,8 @@
-//! The JSON-RPC face of the local provider: [`SandboxProvider`] for [`LocalProvider`].
+//! The JSON-RPC face of the local provider: [`SandboxProvider`] for [`LocalDriver`], for any
+//! config type holding the local keys ([`LocalSettings`]), and for [`LocalProvider`], which
+//! delegates every hook to its `LocalDriver<LocalConfig>`.
 //!
-//! Each hook forwards to [`LocalProvider`] and maps a [`LocalError`] to the wire:
+//! Each hook forwards to [`LocalDriver`] and maps a [`LocalError`] to the wire:
 //!
 //! | Error kind | Answer |
 //! |---|---|
@@ -22,9 +24,10 @@ use paperclip_sandbox_protocol::envelope::sync_error::{
 use paperclip_sandbox_protocol::envelope::{StopErrorReason, SyncDiagnostic};
 use paperclip_sandbox_sdk::prelude::*;
 
+use crate::config::{LocalConfig, LocalSettings};
 use crate::duplex::DuplexChannels;
 use crate::error::{ErrorKind, LocalError};
-use crate::provider::LocalProvider;
+use crate::provider::{LocalDriver, LocalProvider};
 use crate::sync::Direction;
 
 fn wire_error(e: LocalError) -> ProviderError {
@@ -78,60 +81,56 @@ fn sync_error(e: LocalError) -> ProviderError {
     ProviderError::sync(e.message, diagnostic)
 }
 
+/// Every hook is the driver's: the config type is [`LocalConfig`] (the manifest's).
+#[paperclip_sandbox_sdk::provider(delegate = LocalDriver<LocalConfig>)]
+impl SandboxProvider for LocalProvider {}
+
 #[paperclip_sandbox_sdk::provider]
-impl SandboxProvider for LocalProvider {
-    // The raw config object: `LocalConfig::parse` reports every error at once.
-    type Config = JsonObject;
+impl<C: LocalSettings> SandboxProvider for LocalDriver<C> {
+    // Generic, so a wrapping provider with a larger config can delegate here.
+    type Config = C;
 
     async fn shutdown(&self, _: ShutdownParams, _cx: Context) -> HookResult<()> {
-        let killed = LocalProvider::shutdown(self);
+        let killed = LocalDriver::shutdown(self);
         tracing::info!(killed, "shutdown: ended the commands still running");
         Ok(())
     }
 
     async fn validate_config(
         &self,
-        params: ValidateConfigParams,
+        params: ValidateConfigParams<C>,
         _cx: Context,
     ) -> HookResult<ValidateConfigResult> {
-        Ok(LocalProvider::validate_config(self, &params))
+        Ok(LocalDriver::validate_config(self, &params))
     }
 
-    async fn probe(&self, params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
+    async fn probe(&self, params: ProbeParams<C>, _cx: Context) -> HookResult<ProbeResult> {
         // A deliberate stray `println!`: it demonstrates the SDK's stdout guard. The runtime
         // points fd 1 at stderr, so this line reaches the host's stderr log, never the
         // protocol stream (the wire tests check that stdout stays pure).
         println!("local-provider: probe called (stdout guard demonstration: this goes to stderr)");
-        LocalProvider::probe(self, &params).await.map_err(wire_error)
+        LocalDriver::probe(self, &params).await.map_err(wire_error)
     }
 
     async fn acquire_lease(
         &self,
-        params: AcquireLeaseParams,
+        params: AcquireLeaseParams<C>,
         _cx: Context,
     ) -> HookResult<AcquireLeaseResult> {
-        let lease = self.acquire(&params).await.map_err(wire_error)?;
-        if let Some(id) = &lease.provider_lease_id {
-            self.remember_lease(&params.base.config, id);
-        }
-        Ok(lease)
+        self.acquire(&params).await.map_err(wire_error)
     }
 
     async fn resume_lease(
         &self,
-        params: ResumeLeaseParams,
+        params: ResumeLeaseParams<C>,
         _cx: Context,
     ) -> HookResult<ResumeLeaseResult> {
-        let lease = self.resume(&params).await.map_err(wire_error)?;
-        if let Some(id) = &lease.provider_lease_id {
-            self.remember_lease(&params.base.config, id);
-        }
-        Ok(lease)
+        self.resume(&params).await.map_err(wire_error)
     }
 
     async fn release_lease(
         &self,
-        params: ReleaseLeaseParams,
+        params: ReleaseLeaseParams<C>,
         _cx: Context,
     ) -> HookResult<Released> {
         self.release(&params).await.map(Released::from).map_err(wire_error)
@@ -139,10 +138,10 @@ impl SandboxProvider for LocalProvider {
 
     async fn destroy_lease(
         &self,
-        params: DestroyLeaseParams,
+        params: DestroyLeaseParams<C>,
         _cx: Context,
     ) -> HookResult<Destroyed> {
-        if let Some(id) = params.lease_id() {
+        if let Some(id) = params.provider_lease_id.as_deref() {
             self.channels().close_lease(id);
         }
         self.destroy(&params).await.map(Destroyed::from).map_err(wire_error)
@@ -150,10 +149,10 @@ impl SandboxProvider for LocalProvider {
 
     async fn stop_lease(
         &self,
-        params: StopLeaseParams,
+        params: StopLeaseParams<C>,
         _cx: Context,
     ) -> HookResult<StopLeaseResult> {
-        if let Some(id) = params.lease_id() {
+        if let Some(id) = params.provider_lease_id.as_deref() {
             self.channels().close_lease(id);
         }
         self.stop(&params).await.map_err(|e| match e.kind {
@@ -164,31 +163,25 @@ impl SandboxProvider for LocalProvider {
 
     async fn realize_workspace(
         &self,
-        params: RealizeWorkspaceParams,
+        params: RealizeWorkspaceParams<C>,
         _cx: Context,
     ) -> HookResult<RealizeWorkspaceResult> {
-        if let Some(id) = &params.lease.provider_lease_id {
-            self.remember_lease(&params.base.config, id);
-        }
         self.realize(&params).await.map_err(wire_error)
     }
 
-    async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
-        if let Some(id) = &params.lease.provider_lease_id {
-            self.remember_lease(&params.base.config, id);
-        }
+    async fn execute(&self, params: ExecuteParams<C>, cx: Context) -> HookResult<ExecuteResult> {
         let cancel = cx.cancellation().clone();
         let mut sink = &cx;
-        LocalProvider::execute(self, &params, &mut sink, async move { cancel.cancelled().await })
+        LocalDriver::execute(self, &params, &mut sink, async move { cancel.cancelled().await })
             .await
             .map_err(wire_error)
     }
 
-    async fn sync_in(&self, params: SyncInParams, _cx: Context) -> HookResult<SyncResult> {
+    async fn sync_in(&self, params: SyncInParams<C>, _cx: Context) -> HookResult<SyncResult> {
         self.sync(Direction::In, &params).await.map_err(sync_error)
     }
 
-    async fn sync_out(&self, params: SyncOutParams, _cx: Context) -> HookResult<SyncResult> {
+    async fn sync_out(&self, params: SyncOutParams<C>, _cx: Context) -> HookResult<SyncResult> {
         self.sync(Direction::Out, &params).await.map_err(sync_error)
     }
 

@@ -4,20 +4,16 @@
 
 use local_provider::provider::LocalProvider;
 use paperclip_sandbox_sdk::protocol::HostProfile;
-use paperclip_sandbox_sdk::testing::{assert_manifest_snapshot, assert_manifest_valid};
+use paperclip_sandbox_sdk::testing::assert_manifest;
 use paperclip_sandbox_sdk::PluginManifest;
 use serde_json::json;
 
-#[test]
-fn manifest_matches_the_snapshot() {
-    assert_manifest_snapshot::<LocalProvider>(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/manifest.json"),
-    );
-}
+/// The committed manifests (`UPDATE_SNAPSHOTS=1` rewrites them).
+const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/manifest.json");
 
 #[test]
-fn manifest_is_valid_for_each_profile() {
-    assert_manifest_valid::<LocalProvider>();
+fn manifest_matches_the_snapshot_and_is_valid_for_each_profile() {
+    assert_manifest::<LocalProvider>(SNAPSHOT);
     assert_eq!(<LocalProvider as PluginManifest>::PROFILE, HostProfile::Paperclip2026_11);
     let new = LocalProvider::manifest(HostProfile::Paperclip2026_11).to_value();
     let old = LocalProvider::manifest(HostProfile::Paperclip2026_09).to_value();

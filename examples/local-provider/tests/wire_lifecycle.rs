@@ -25,7 +25,7 @@ async fn validate_config_and_probe() {
         )
         .await;
     assert_eq!(bad["ok"], json!(false));
-    assert_eq!(bad["errors"], json!(["root must be an absolute path"]));
+    assert_eq!(bad["errors"], json!(["config.root: expected an absolute path"]));
     let probe = w.ok(json!(3), "environmentProbe", w.params(json!({}))).await;
     assert_eq!(probe["ok"], json!(true), "{probe}");
 }

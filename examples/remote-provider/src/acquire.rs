@@ -60,14 +60,14 @@ enum End {
 pub async fn acquire(
     client: &ApiClient,
     config: &RemoteConfig,
-    params: &AcquireLeaseParams,
+    params: &AcquireLeaseParams<RemoteConfig>,
 ) -> Result<Lease, ProviderError> {
     let started = Instant::now();
     let attempt = Attempt::for_acquire(params, config.account_fingerprint());
     let request = CreateSandbox {
         name: attempt.creation_name.clone(),
         labels: attempt.label_map(),
-        auto_delete_interval: config.ttl_minutes.map(|m| m as i64),
+        auto_delete_interval: config.ttl_minutes.map(|m| m.get() as i64),
         snapshot: config.snapshot.clone(),
     };
     tracing::info!(creation_name = %attempt.creation_name, "creating sandbox");
@@ -75,11 +75,11 @@ pub async fn acquire(
         let client = client.clone();
         // Longer than the cap: the cap, not a transport timeout, ends a hanging create (a
         // timed-out create would otherwise count as a failed one and be compensated).
-        let timeout = config.acquire_cap + config.request_timeout;
+        let timeout = config.acquire_cap() + config.request_timeout();
         async move { client.create(&request, timeout).await }
     });
-    let lookup_at = started + config.create_lookup_delay;
-    let cap_at = started + config.acquire_cap;
+    let lookup_at = started + config.create_lookup_delay();
+    let cap_at = started + config.acquire_cap();
     let mut create_pending = true;
     let mut sandbox_id: Option<String> = None;
 
@@ -114,7 +114,7 @@ pub async fn acquire(
                     s if s.is_preparing_snapshot() => {}
                     SandboxState::Creating | SandboxState::Starting if now >= lookup_at => {
                         break End::Deadline {
-                            budget: config.create_lookup_delay,
+                            budget: config.create_lookup_delay(),
                             what: format!(
                                 "the sandbox was still {} at the lookup delay",
                                 sandbox.state
@@ -136,7 +136,7 @@ pub async fn acquire(
             }
             Some(Ok(None)) => {
                 break End::Deadline {
-                    budget: config.create_lookup_delay,
+                    budget: config.create_lookup_delay(),
                     what: "no sandbox carried the creation name at the lookup delay".to_owned(),
                 };
             }
@@ -145,7 +145,7 @@ pub async fn acquire(
         }
         if Instant::now() >= cap_at {
             break End::Deadline {
-                budget: config.acquire_cap,
+                budget: config.acquire_cap(),
                 what: "the sandbox did not start within the acquisition cap".to_owned(),
             };
         }
@@ -153,7 +153,7 @@ pub async fn acquire(
         // answer or the lookup; otherwise poll.
         let now = Instant::now();
         let wake = if sandbox_id.is_some() || now >= lookup_at {
-            now + config.poll_interval
+            now + config.poll_interval()
         } else {
             lookup_at
         };
@@ -197,7 +197,7 @@ pub async fn acquire(
             )
         }
         End::Early { what } => (
-            config.acquire_cap,
+            config.acquire_cap(),
             format!("Sandbox creation failed: {what}; allocation cleanup is pending"),
         ),
     };
@@ -260,7 +260,7 @@ async fn create_failed(
     };
     let message = format!("Sandbox creation failed: {error}; {outcome}");
     tracing::warn!(creation_name = %attempt.creation_name, "{message}");
-    cleanup_error(attempt, observed.as_deref(), message, elapsed, config.acquire_cap)
+    cleanup_error(attempt, observed.as_deref(), message, elapsed, config.acquire_cap())
 }
 
 /// The cleanup envelope with its diagnostic, or a plain error when the ownership cannot be

@@ -79,30 +79,15 @@ impl SandboxState {
                 | SandboxState::PullingSnapshot
         )
     }
-
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SandboxState::Creating => "creating",
-            SandboxState::PendingBuild => "pending_build",
-            SandboxState::BuildingSnapshot => "building_snapshot",
-            SandboxState::PullingSnapshot => "pulling_snapshot",
-            SandboxState::Starting => "starting",
-            SandboxState::Started => "started",
-            SandboxState::Stopping => "stopping",
-            SandboxState::Stopped => "stopped",
-            SandboxState::Destroying => "destroying",
-            SandboxState::Destroyed => "destroyed",
-            SandboxState::Error => "error",
-            SandboxState::BuildFailed => "build_failed",
-            SandboxState::Unknown => "unknown",
-        }
-    }
 }
 
+/// The wire value (`pending_build`): the serde name, so there is one list of names.
 impl fmt::Display for SandboxState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        match serde_json::to_value(self) {
+            Ok(Value::String(name)) => f.write_str(&name),
+            _ => Err(fmt::Error),
+        }
     }
 }
 
@@ -469,6 +454,13 @@ fn transport_reason(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn states_display_as_their_wire_names() {
+        assert_eq!(SandboxState::PendingBuild.to_string(), "pending_build");
+        let unknown: SandboxState = serde_json::from_value(json!("archived")).unwrap();
+        assert_eq!(unknown.to_string(), "unknown");
+    }
 
     #[test]
     fn states_read_and_unknown_falls_back() {

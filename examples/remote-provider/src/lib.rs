@@ -9,7 +9,8 @@
 //!   acquisition diagnostic when an attempt ends; no compensating delete of an adopted sandbox.
 //! * **Destroy with observation, release, resume, stop-only preservation** ([`lifecycle`]).
 //! * **Execute** through `POST /sandbox/{id}/exec`; **probe** through `GET /health`;
-//!   **validateConfig** through [`config::RemoteConfig::parse`].
+//!   **validateConfig**: the typed [`config::RemoteConfig`] (the SDK answers a config that does
+//!   not fit) and [`config::RemoteConfig::check`].
 //!
 //! The API key (`apiKey`, a [`Secret`]) only
 //! ever travels in the `Authorization` header: it is in no error, envelope, metadata, log
@@ -27,14 +28,14 @@ pub mod lifecycle;
 pub mod owner;
 
 use api::{ApiClient, ExecRequest};
-use config::{RemoteConfig, RemoteConfigInput};
+use config::RemoteConfig;
 
 /// The provider: one shared HTTP connection pool; the account comes with each call's config.
 ///
 /// Its plugin manifest is derived ([`PluginManifest`]; `remote-provider --manifest
 /// [--profile …]` prints it) and checked when the crate compiles against the hooks of the
 /// `#[provider]` block below (reusableLeases: resume, release and destroy). The config schema
-/// comes from [`RemoteConfigInput`]. For `paperclip-2026-11` hosts the driver declares
+/// comes from [`RemoteConfig`], the hooks' typed config. For `paperclip-2026-11` hosts the driver declares
 /// `defaultAcquireTimeoutMs` 300,000 (the host's whole acquisition budget, seed 000; one fresh
 /// attempt is capped lower by `acquireCapMs`) and `creationOperationVersion` 1; the September
 /// host's strict schema rejects both, so its manifest leaves them out.
@@ -49,7 +50,7 @@ use config::{RemoteConfig, RemoteConfigInput};
     key = "remote",
     display_name = "Remote sandbox API",
     description = "Sandboxes of a Daytona-shaped HTTP API",
-    config = RemoteConfigInput,
+    config = RemoteConfig,
     capabilities(reusableLeases),
     default_acquire_timeout_ms = 300_000,
     creation_operation_version = 1
@@ -64,38 +65,33 @@ impl RemoteProvider {
         RemoteProvider::default()
     }
 
-    fn client(&self, config: &JsonObject) -> Result<(ApiClient, RemoteConfig), ProviderError> {
-        let config = RemoteConfig::parse(config).map_err(|errors| {
-            ProviderError::worker(format!("Invalid provider config: {}", errors.join("; ")))
-        })?;
-        let client = ApiClient::new(
-            self.http.clone(),
-            &config.base_url,
-            config.api_key.clone(),
-            config.request_timeout,
-        );
-        Ok((client, config))
+    /// The API client of the account in `config`, once the rule across keys holds.
+    fn client(&self, config: &RemoteConfig) -> Result<ApiClient, ProviderError> {
+        config.check().map_err(ProviderError::invalid_params)?;
+        let timeout = config.request_timeout();
+        Ok(ApiClient::new(self.http.clone(), &config.base_url, config.api_key.clone(), timeout))
     }
 }
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for RemoteProvider {
-    // The raw config object: `RemoteConfig::parse` reports every problem with its own wording.
-    type Config = JsonObject;
-
     async fn validate_config(
         &self,
-        params: ValidateConfigParams,
+        params: ValidateConfigParams<RemoteConfig>,
         _cx: Context,
     ) -> HookResult<ValidateConfigResult> {
-        Ok(match RemoteConfig::parse(&params.config) {
-            Ok(_) => ValidateConfigResult::valid(),
-            Err(errors) => ValidateConfigResult::invalid(errors),
+        Ok(match params.config.check() {
+            Ok(()) => ValidateConfigResult::valid(),
+            Err(error) => ValidateConfigResult::invalid([error]),
         })
     }
 
-    async fn probe(&self, params: ProbeParams, _cx: Context) -> HookResult<ProbeResult> {
-        let (client, _) = match self.client(&params.base.config) {
+    async fn probe(
+        &self,
+        params: ProbeParams<RemoteConfig>,
+        _cx: Context,
+    ) -> HookResult<ProbeResult> {
+        let client = match self.client(&params.base.config) {
             Ok(c) => c,
             Err(e) => {
                 let diagnostic = Diagnostic::new(DiagnosticSeverity::Error, e.message())
@@ -116,57 +112,61 @@ impl SandboxProvider for RemoteProvider {
 
     async fn acquire_lease(
         &self,
-        params: AcquireLeaseParams,
+        params: AcquireLeaseParams<RemoteConfig>,
         _cx: Context,
     ) -> HookResult<AcquireLeaseResult> {
-        let (client, config) = self.client(&params.base.config)?;
-        acquire::acquire(&client, &config, &params).await
+        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
+        acquire::acquire(&client, config, &params).await
     }
 
     async fn resume_lease(
         &self,
-        params: ResumeLeaseParams,
+        params: ResumeLeaseParams<RemoteConfig>,
         _cx: Context,
     ) -> HookResult<ResumeLeaseResult> {
-        let (client, config) = self.client(&params.base.config)?;
-        lifecycle::resume(&client, &config, &params).await
+        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
+        lifecycle::resume(&client, config, &params).await
     }
 
     async fn release_lease(
         &self,
-        params: ReleaseLeaseParams,
+        params: ReleaseLeaseParams<RemoteConfig>,
         _cx: Context,
     ) -> HookResult<Released> {
-        let (client, config) = self.client(&params.base.config)?;
-        lifecycle::release(&client, &config, &params).await.map(Released::from)
+        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
+        lifecycle::release(&client, config, &params).await.map(Released::from)
     }
 
     async fn destroy_lease(
         &self,
-        params: DestroyLeaseParams,
+        params: DestroyLeaseParams<RemoteConfig>,
         _cx: Context,
     ) -> HookResult<Destroyed> {
-        let (client, config) = self.client(&params.base.config)?;
-        lifecycle::destroy(&client, &config, &params).await.map(Destroyed::from)
+        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
+        lifecycle::destroy(&client, config, &params).await.map(Destroyed::from)
     }
 
     async fn stop_lease(
         &self,
-        params: StopLeaseParams,
+        params: StopLeaseParams<RemoteConfig>,
         _cx: Context,
     ) -> HookResult<StopLeaseResult> {
-        let (client, config) = self.client(&params.base.config)?;
-        lifecycle::stop_lease(&client, &config, &params).await
+        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
+        lifecycle::stop_lease(&client, config, &params).await
     }
 
-    async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
-        let (client, config) = self.client(&params.base.config)?;
+    async fn execute(
+        &self,
+        params: ExecuteParams<RemoteConfig>,
+        cx: Context,
+    ) -> HookResult<ExecuteResult> {
+        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
         let Some(id) = params.lease.provider_lease_id.as_deref() else {
             return Err(ProviderError::invalid_params("lease.providerLeaseId is null"));
         };
         let request = ExecRequest {
             command: params.command.clone(),
-            args: params.args().to_vec(),
+            args: params.args.clone().unwrap_or_default(),
             cwd: params.cwd.clone(),
             env: params.env.clone(),
             stdin: params.stdin.clone(),
@@ -174,7 +174,7 @@ impl SandboxProvider for RemoteProvider {
         };
         // The command's own timeout plus a margin; without one, the host's RPC deadline rules.
         let timeout = match params.timeout_ms {
-            Some(ms) => Duration::from_millis(ms) + config.request_timeout,
+            Some(ms) => Duration::from_millis(ms) + config.request_timeout(),
             None => Duration::from_secs(86_400),
         };
         let answer = client

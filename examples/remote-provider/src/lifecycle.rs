@@ -41,7 +41,7 @@ pub(crate) async fn watch<T>(
     id: &str,
     mut check: impl FnMut(Option<&Sandbox>) -> Option<T>,
 ) -> Result<Option<T>, ApiError> {
-    let deadline = Instant::now() + config.state_timeout;
+    let deadline = Instant::now() + config.state_timeout();
     loop {
         let error = match client.get(id).await {
             Ok(sandbox) => match check(sandbox.as_ref()) {
@@ -56,7 +56,7 @@ pub(crate) async fn watch<T>(
                 None => Ok(None),
             };
         }
-        sleep(config.poll_interval).await;
+        sleep(config.poll_interval()).await;
     }
 }
 
@@ -91,7 +91,7 @@ pub(crate) async fn delete_confirmed(
 pub async fn destroy(
     client: &ApiClient,
     config: &RemoteConfig,
-    params: &DestroyLeaseParams,
+    params: &DestroyLeaseParams<RemoteConfig>,
 ) -> Result<Option<TerminationReceipt>, ProviderError> {
     let Some(lease_id) = params.provider_lease_id.as_deref() else {
         return Ok(None);
@@ -184,7 +184,7 @@ fn is_reusable(metadata: Option<&JsonObject>) -> bool {
 pub async fn release(
     client: &ApiClient,
     config: &RemoteConfig,
-    params: &ReleaseLeaseParams,
+    params: &ReleaseLeaseParams<RemoteConfig>,
 ) -> Result<Option<TerminationReceipt>, ProviderError> {
     let Some(lease_id) = params.provider_lease_id.as_deref() else {
         return Ok(None);
@@ -230,7 +230,7 @@ async fn stop_sandbox(
 pub async fn resume(
     client: &ApiClient,
     config: &RemoteConfig,
-    params: &ResumeLeaseParams,
+    params: &ResumeLeaseParams<RemoteConfig>,
 ) -> Result<Lease, ProviderError> {
     let id = params.provider_lease_id.as_str();
     let read = |e: ApiError| ProviderError::worker(format!("Resuming the sandbox failed: {e}"));
@@ -292,11 +292,11 @@ pub async fn resume(
 pub async fn stop_lease(
     client: &ApiClient,
     config: &RemoteConfig,
-    params: &StopLeaseParams,
+    params: &StopLeaseParams<RemoteConfig>,
 ) -> Result<TerminationReceipt, ProviderError> {
     // Stop takes the release params, whose lease id may be null: there is nothing to stop and
     // no receipt could name it.
-    let Some(id) = params.lease_id().filter(|id| !id.is_empty()) else {
+    let Some(id) = params.provider_lease_id.as_deref().filter(|id| !id.is_empty()) else {
         return Err(ProviderError::invalid_params("providerLeaseId is required to stop a lease"));
     };
     stop_preserving(client, config, id).await

@@ -45,7 +45,7 @@ pub struct Attempt {
 
 impl Attempt {
     /// The attempt of an acquisition: the host's creation operation (D5), or a fresh id.
-    pub fn for_acquire(params: &AcquireLeaseParams, account_fingerprint: String) -> Self {
+    pub fn for_acquire<C>(params: &AcquireLeaseParams<C>, account_fingerprint: String) -> Self {
         let id = match &params.creation_operation {
             Some(op) => op.id.clone(),
             None => generate_uuid(),

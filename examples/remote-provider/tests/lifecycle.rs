@@ -28,7 +28,7 @@ fn owned_sandbox(id: &str, state: &'static str) -> FakeSandbox {
 }
 
 fn fingerprint(cfg: &Value) -> String {
-    RemoteConfig::parse(cfg.as_object().unwrap()).unwrap().account_fingerprint()
+    serde_json::from_value::<RemoteConfig>(cfg.clone()).unwrap().account_fingerprint()
 }
 
 /// The ownership the host would record after a failed acquisition.
@@ -370,15 +370,56 @@ async fn validate_config_and_probe() {
         .await
         .unwrap();
     assert_eq!(ok["ok"], true);
-    let bad = client
-        .call_raw(
-            "environmentValidateConfig",
-            json!({"driverKey": "remote", "config": {"baseUrl": "nope", "pollIntervalMs": 0}}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(bad["ok"], false);
-    assert_eq!(bad["errors"].as_array().unwrap().len(), 3, "{bad}");
+    // A config that does not fit the typed `RemoteConfig`: the first problem, by its path,
+    // never the value (the SDK answers before the hook runs); then the rule across keys.
+    let key = json!({"apiKey": "sk-secret"});
+    let with = |extra: Value| {
+        let mut config = key.clone();
+        config.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        config
+    };
+    let cases = [
+        (json!({"baseUrl": "http://h"}), "config: missing field `apiKey`"),
+        (with(json!({})), "config: missing field `baseUrl`"),
+        (with(json!({"baseUrl": "nope-secret"})), "config.baseUrl: expected an http:// URL"),
+        (
+            with(json!({"baseUrl": "https://h"})),
+            "config.baseUrl: expected an http:// URL (this build of remote-provider has no TLS backend)",
+        ),
+        (
+            with(json!({"baseUrl": "http://sk-secret@h"})),
+            "config.baseUrl: expected an http:// URL with a host and no credentials",
+        ),
+        (json!({"apiKey": " ", "baseUrl": "http://h"}), "config.apiKey: expected a non-blank key"),
+        (json!({"apiKey": 5, "baseUrl": "http://h"}), "config.apiKey: expected a string"),
+        (
+            with(json!({"baseUrl": "http://h", "pollIntervalMs": 0})),
+            "config.pollIntervalMs: expected a positive whole number",
+        ),
+        (
+            with(json!({"baseUrl": "http://h", "ttlMinutes": 1.5})),
+            "config.ttlMinutes: expected a nonzero u64",
+        ),
+        (
+            with(json!({"baseUrl": "http://h", "snapshot": ""})),
+            "config.snapshot: expected a non-empty string",
+        ),
+        (
+            with(json!({"baseUrl": "http://h", "acquireCapMs": 86_400_001})),
+            "config.acquireCapMs: expected at most 86400000 (24 hours)",
+        ),
+        (
+            with(json!({"baseUrl": "http://h", "acquireCapMs": 5, "createLookupDelayMs": 5})),
+            "config.createLookupDelayMs: expected less than acquireCapMs",
+        ),
+    ];
+    for (config, expected) in cases {
+        let bad = client
+            .call_raw("environmentValidateConfig", json!({"driverKey": "remote", "config": config}))
+            .await
+            .unwrap();
+        assert_eq!(bad, json!({"ok": false, "errors": [expected]}), "{config}");
+    }
     let probe = client.call_raw("environmentProbe", base(&config(&fake))).await.unwrap();
     assert_eq!(probe["ok"], true, "{probe}");
     let mut wrong = config(&fake);

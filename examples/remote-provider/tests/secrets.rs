@@ -120,7 +120,7 @@ async fn the_api_key_never_leaks() {
     );
 
     // Debug of the provider's own types.
-    let parsed = RemoteConfig::parse(cfg.as_object().unwrap()).unwrap();
+    let parsed = serde_json::from_value::<RemoteConfig>(cfg.clone()).unwrap();
     record("RemoteConfig", &parsed);
     record(
         "ApiClient",

@@ -47,6 +47,27 @@ pub fn assert_manifest_snapshot<M: PluginManifest>(path: impl AsRef<Path>) {
     assert_json_snapshot(path, &manifest_snapshot::<M>());
 }
 
+/// The manifest test of a provider crate in one call: [`assert_manifest_snapshot`] against
+/// the snapshot at `path` (`UPDATE_SNAPSHOTS=1` rewrites it), then [`assert_manifest_valid`].
+///
+/// ```no_run
+/// # use paperclip_sandbox_sdk::PluginManifest;
+/// # fn check<MyProvider: PluginManifest>() {
+/// paperclip_sandbox_sdk::testing::assert_manifest::<MyProvider>(concat!(
+///     env!("CARGO_MANIFEST_DIR"),
+///     "/tests/snapshots/manifest.json"
+/// ));
+/// # }
+/// ```
+///
+/// # Panics
+///
+/// As [`assert_manifest_snapshot`] and [`assert_manifest_valid`].
+pub fn assert_manifest<M: PluginManifest>(path: impl AsRef<Path>) {
+    assert_manifest_snapshot::<M>(path);
+    assert_manifest_valid::<M>();
+}
+
 /// Asserts that `actual` equals the JSON committed at `path` (`UPDATE_SNAPSHOTS=1` writes it
 /// instead); what [`assert_manifest_snapshot`] uses, for manifests read from a worker binary's
 /// `--manifest` output.

@@ -6,15 +6,15 @@
 //!   stderr captured; killed on drop.
 //! * [`fuzz`]: the bodies of the fuzz targets (arbitrary bytes into the runtime, arbitrary
 //!   JSON into the manifest validator).
-//! * [`assert_manifest_valid`] and [`assert_manifest_snapshot`]: a derived manifest checked by
+//! * [`assert_manifest`] ([`assert_manifest_valid`] and [`assert_manifest_snapshot`]): a derived manifest checked by
 //!   the protocol's validator for every profile, and pinned by a committed JSON snapshot.
 
 pub mod fuzz;
 mod manifest;
 
 pub use manifest::{
-    assert_json_snapshot, assert_manifest_snapshot, assert_manifest_valid, manifest_snapshot,
-    UPDATE_SNAPSHOTS,
+    assert_json_snapshot, assert_manifest, assert_manifest_snapshot, assert_manifest_valid,
+    manifest_snapshot, UPDATE_SNAPSHOTS,
 };
 
 use std::collections::HashMap;
@@ -315,13 +315,25 @@ impl WorkerProcess {
         }
     }
 
-    /// Sends a request with `id` and returns its response (other lines are skipped).
-    pub async fn call(&mut self, id: Value, method: &str, params: Value) -> io::Result<Value> {
+    /// Sends a request with `id`; returns the messages read before its response
+    /// (notifications such as `execute.log`, other answers) and the response.
+    pub async fn request(
+        &mut self,
+        id: Value,
+        method: &str,
+        params: Value,
+    ) -> io::Result<(Vec<Value>, Value)> {
         let line =
             serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send_line(&line.to_string()).await?;
         let mut seen = self.read_until_response(&id).await?;
-        Ok(seen.pop().expect("the response"))
+        let response = seen.pop().expect("the response");
+        Ok((seen, response))
+    }
+
+    /// Sends a request with `id` and returns its response (other lines are skipped).
+    pub async fn call(&mut self, id: Value, method: &str, params: Value) -> io::Result<Value> {
+        Ok(self.request(id, method, params).await?.1)
     }
 
     /// Closes the worker's stdin (EOF).

@@ -44,24 +44,12 @@ impl Wire {
     /// Sends a request and returns (notifications before it, its response).
     pub async fn call(&mut self, method: &str, params: Value) -> (Vec<Value>, Value) {
         self.next_id += 1;
-        let id = json!(self.next_id);
-        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.worker.send_line(&line.to_string()).await.unwrap();
-        let mut before = Vec::new();
-        loop {
-            let line = tokio::time::timeout(LIVENESS, self.worker.next_line())
-                .await
-                .expect("the worker answers within the liveness bound")
-                .unwrap()
-                .expect("stdout closed before the response");
-            let v: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("non-protocol stdout line {line:?}: {e}"));
-            assert_eq!(v["jsonrpc"], json!("2.0"), "not JSON-RPC 2.0: {line}");
-            if v.get("id") == Some(&id) {
-                return (before, v);
-            }
-            before.push(v);
+        let request = self.worker.request(json!(self.next_id), method, params);
+        let (before, response) = tokio::time::timeout(LIVENESS, request).await.unwrap().unwrap();
+        for v in before.iter().chain([&response]) {
+            assert_eq!(v["jsonrpc"], json!("2.0"), "not JSON-RPC 2.0: {v}");
         }
+        (before, response)
     }
 
     /// Sends a request and returns its `result`, failing on an error answer.

@@ -114,20 +114,10 @@ impl Wire {
 
     /// Reads until the response to `id`; returns (notifications before it, the response).
     pub async fn answer(&mut self, id: &Value) -> (Vec<Value>, Value) {
-        let mut before = Vec::new();
-        loop {
-            let line = tokio::time::timeout(LIVENESS, self.worker.next_line())
-                .await
-                .expect("the worker answers within the liveness bound")
-                .unwrap()
-                .expect("stdout closed before the response");
-            let v: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("non-protocol stdout line {line:?}: {e}"));
-            if v.get("id") == Some(id) {
-                return (before, v);
-            }
-            before.push(v);
-        }
+        let read = self.worker.read_until_response(id);
+        let mut seen = tokio::time::timeout(LIVENESS, read).await.unwrap().unwrap();
+        let response = seen.pop().expect("the response");
+        (seen, response)
     }
 
     /// Sends a request and returns its `result`, failing on an error answer.
