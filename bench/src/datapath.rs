@@ -71,7 +71,8 @@ impl Transfer {
 }
 
 /// Runs `sh -c <script>` directly (the raw limit), feeding `stdin`, and returns its stdout
-/// after checking it exited 0. `sink` gets stdout as it arrives, in reads of up to 1 MiB.
+/// after checking it exited 0. `sink` gets stdout as it arrives, in reads of up to 1 MiB from
+/// a 1 MiB pipe.
 fn raw_shell(script: &str, stdin: Option<&[u8]>, mut sink: impl FnMut(&[u8])) -> io::Result<()> {
     let mut child = Command::new("sh")
         .arg("-c")
@@ -87,6 +88,10 @@ fn raw_shell(script: &str, stdin: Option<&[u8]>, mut sink: impl FnMut(&[u8])) ->
         _ => None,
     };
     let mut out = child.stdout.take().expect("stdout is piped");
+    // The pipe the SDK's runner gives a command (1 MiB), so the raw limit reads the same
+    // command through the same pipe as the workers do.
+    // SAFETY: fcntl(2) on a descriptor this process owns; no memory is passed.
+    unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&out), libc::F_SETPIPE_SZ, 1 << 20) };
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = out.read(&mut buf)?;
