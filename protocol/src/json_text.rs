@@ -144,35 +144,50 @@ const UNITS: [u8; 256] = {
 /// literal by [`push_json_string`], quotes not counted. Plain ASCII counts sixty-four bytes at
 /// a time.
 pub fn json_string_units(text: &str) -> usize {
-    avx2_or_baseline!(units(text: &str) -> usize)
+    avx2_or_baseline!(str_units(text: &str) -> usize)
+}
+
+/// [`json_string_units`] of `bytes` when they are all ASCII (so also valid UTF-8); `None`
+/// as soon as a byte is not. One pass for both questions over command output, which is mostly
+/// ASCII.
+pub fn json_ascii_units(bytes: &[u8]) -> Option<usize> {
+    avx2_or_baseline!(ascii_units(bytes: &[u8]) -> Option<usize>)
 }
 
 #[inline(always)]
-fn units(text: &str) -> usize {
-    let table = |bytes: &[u8]| bytes.iter().map(|&b| UNITS[b as usize] as usize).sum::<usize>();
-    let bytes = text.as_bytes();
+fn str_units(text: &str) -> usize {
+    units(text.as_bytes(), false).unwrap_or_default()
+}
+
+#[inline(always)]
+fn ascii_units(bytes: &[u8]) -> Option<usize> {
+    units(bytes, true)
+}
+
+/// The units of UTF-8 `bytes`; with `ascii_only`, `None` at the first non-ASCII block.
+#[inline(always)]
+fn units(bytes: &[u8], ascii_only: bool) -> Option<usize> {
+    let table = |bytes: &[u8]| {
+        if ascii_only && !bytes.is_ascii() {
+            return None;
+        }
+        Some(bytes.iter().map(|&b| UNITS[b as usize] as usize).sum::<usize>())
+    };
     let mut units = 0;
     let mut i = 0;
     while i + BLOCK <= bytes.len() {
         let block: &[u8; BLOCK] = block_at(bytes, i);
-        units += if !any_not_plain(block) {
-            BLOCK
+        if !any_not_plain(block) {
+            units += BLOCK;
         } else {
-            block
-                .chunks_exact(SHORT)
-                .map(|c| {
-                    let c: &[u8; SHORT] = c.try_into().expect("a whole block");
-                    if any_not_plain(c) {
-                        table(c)
-                    } else {
-                        SHORT
-                    }
-                })
-                .sum()
-        };
+            for c in block.chunks_exact(SHORT) {
+                let c: &[u8; SHORT] = c.try_into().expect("a whole block");
+                units += if any_not_plain(c) { table(c)? } else { SHORT };
+            }
+        }
         i += BLOCK;
     }
-    units + table(&bytes[i..])
+    Some(units + table(&bytes[i..])?)
 }
 
 #[cfg(test)]
@@ -196,6 +211,7 @@ mod tests {
             let want = serde_json::to_string(&text).unwrap();
             assert_eq!(ours(&text), want, "byte {b:#04x}");
             assert_eq!(json_string_units(&text), js_units(&want), "byte {b:#04x}");
+            assert_eq!(json_ascii_units(text.as_bytes()), Some(js_units(&want)));
         }
         assert_eq!(ours(""), "\"\"");
         assert_eq!(ours("é😀\u{7f}\u{1f}"), serde_json::to_string("é😀\u{7f}\u{1f}").unwrap());
@@ -208,6 +224,8 @@ mod tests {
             let want = serde_json::to_string(&text).unwrap();
             proptest::prop_assert_eq!(ours(&text), want.clone());
             proptest::prop_assert_eq!(json_string_units(&text), js_units(&want));
+            let ascii = json_ascii_units(text.as_bytes());
+            proptest::prop_assert_eq!(ascii, text.is_ascii().then(|| js_units(&want)));
         }
 
         #[test]

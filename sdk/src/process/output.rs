@@ -1,6 +1,7 @@
 //! Reading a command's output: lossy UTF-8 decoding in place and collection bounded by the
 //! encoded size the result will have on the wire.
 
+use paperclip_sandbox_protocol::json_text::json_ascii_units;
 use paperclip_sandbox_protocol::jsonrpc::json_string_units;
 
 /// The length of `buf` without a trailing, possibly incomplete, multi-byte sequence (at most
@@ -89,7 +90,9 @@ impl Collected {
         let start = if self.truncated { 0 } else { self.text_len };
         let buf = if self.truncated { &mut self.spill } else { &mut self.raw };
         let mut end = start + complete_prefix_len(&buf[start..]);
-        if std::str::from_utf8(&buf[start..end]).is_err() {
+        // ASCII (the usual case) is valid UTF-8: one pass counts and checks it.
+        let ascii = json_ascii_units(&buf[start..end]);
+        if ascii.is_none() && std::str::from_utf8(&buf[start..end]).is_err() {
             let fixed = String::from_utf8_lossy(&buf[start..end]).into_owned();
             let held = buf[end..].to_vec();
             buf.truncate(start);
@@ -97,10 +100,10 @@ impl Collected {
             end = buf.len();
             buf.extend_from_slice(&held);
         }
-        let units = if self.truncated {
-            0
-        } else {
-            json_string_units(self.text(&Piece { start, end, units: 0 }))
+        let units = match ascii {
+            Some(units) => units,
+            None if self.truncated => 0,
+            None => json_string_units(self.text(&Piece { start, end, units: 0 })),
         };
         Piece { start, end, units }
     }
