@@ -14,10 +14,11 @@
 //!   [`LocalCommand::run`] to any [`OutputSink`]. While the host does not read the worker's
 //!   stdout, the sink waits ([`Context::send_execute_log`]), the runner stops reading the
 //!   command's pipes and the command blocks on them: memory stays flat.
-//! * **Large reads, no added latency.** The command's pipes are widened to 1 MiB and read
-//!   with buffers that grow to 512 KiB while the command is ahead, so under load each read
-//!   takes what has accumulated and becomes one `execute.log` chunk; an idle command's few
-//!   bytes are read and streamed as soon as they arrive (no timer, no batching delay).
+//! * **Large reads, no added latency, no copies.** The command's pipes are widened to 1 MiB
+//!   and read in reads that grow to 512 KiB while the command is ahead, so under load each
+//!   read takes what has accumulated and becomes one `execute.log` chunk; an idle command's
+//!   few bytes are read and streamed as soon as they arrive (no timer, no batching delay).
+//!   Reads go straight into the text collected for the result, which is streamed from there.
 //! * **Results that always fit the host's line limit.** stdout and stderr are collected for the
 //!   result up to a bound on their *JSON-encoded* size (a newline takes two UTF-16 code units
 //!   on the wire), by default half each of the host's line limit
@@ -98,7 +99,7 @@ pub const DEFAULT_MAX_OUTPUT_UNITS: usize = (HOST_MAX_LINE_UNITS - RESULT_RESERV
 /// background processes that hold its pipes).
 pub const DEFAULT_DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 
-/// The largest read buffer of an output stream: while the command writes faster than the
+/// The largest read of an output stream: while the command writes faster than the
 /// host takes `execute.log`, output accumulates in the (widened, [`PIPE_SIZE`]) pipe and one
 /// read takes up to this much — one notification instead of eight — while an idle command's
 /// few bytes are read, and streamed, as soon as they arrive. Below
