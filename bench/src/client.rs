@@ -103,6 +103,52 @@ pub fn read_reply(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<R
     }
 }
 
+/// The index of the first `\n` in `bytes`: sixty-four bytes a step (vector compares), so the
+/// client's search costs little next to the megabyte lines of execute output.
+pub fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const STEP: usize = 64;
+    let plain = bytes
+        .chunks_exact(STEP)
+        .take_while(|c| !c.iter().fold(false, |seen, &b| seen | (b == b'\n')))
+        .count();
+    let from = plain * STEP;
+    bytes[from..].iter().position(|&b| b == b'\n').map(|i| from + i)
+}
+
+/// Calls `f` with the next line of `reader` (without its `\n`; an error at EOF): lent from
+/// the read buffer when the whole line is there, else assembled in `line`. Large lines are
+/// read in buffer-sized pieces and searched with [`find_newline`].
+pub fn with_next_line<R: BufRead, T>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    f: impl FnOnce(&[u8]) -> io::Result<T>,
+) -> io::Result<T> {
+    line.clear();
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "worker closed stdout"));
+        }
+        match find_newline(buf) {
+            Some(i) if line.is_empty() => {
+                let out = f(&buf[..i]);
+                reader.consume(i + 1);
+                return out;
+            }
+            Some(i) => {
+                line.extend_from_slice(&buf[..i]);
+                reader.consume(i + 1);
+                return f(line);
+            }
+            None => {
+                let n = buf.len();
+                line.extend_from_slice(buf);
+                reader.consume(n);
+            }
+        }
+    }
+}
+
 /// Appends `{"jsonrpc":"2.0","id":<id>,"method":<method>,"params":<params>}\n` to `buf`.
 /// `params_json` must be a JSON value (e.g. `{}`); `method` must need no escaping.
 pub fn encode_request(buf: &mut Vec<u8>, id: u64, method: &str, params_json: &str) {
@@ -113,6 +159,10 @@ pub fn encode_request(buf: &mut Vec<u8>, id: u64, method: &str, params_json: &st
     );
 }
 
+/// The read buffer of a worker's stdout: large enough that a megabyte `execute.log` frame
+/// usually arrives whole and is parsed in place.
+const READ_BUF: usize = 4 << 20;
+
 /// A running worker process.
 pub struct Worker {
     child: Child,
@@ -121,7 +171,8 @@ pub struct Worker {
     /// Buffered stdout.
     pub stdout: BufReader<ChildStdout>,
     next_id: u64,
-    line: Vec<u8>,
+    /// The line buffer for lines that straddle reads.
+    pub line: Vec<u8>,
     req: Vec<u8>,
 }
 
@@ -136,7 +187,7 @@ impl Worker {
         Ok(Self {
             child,
             stdin,
-            stdout: BufReader::with_capacity(64 * 1024, stdout),
+            stdout: BufReader::with_capacity(READ_BUF, stdout),
             next_id: 1,
             line: Vec::with_capacity(1024),
             req: Vec::with_capacity(256),

@@ -6,13 +6,14 @@
 //! buffer, so the client's own cost stays small and equal for every worker.
 
 use std::borrow::Cow;
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::client::{encode_request, Worker};
+use crate::client::{encode_request, with_next_line, Worker};
+use crate::datapath::all_bytes_are;
 
 /// The driver a worker is asked for, and the config it gets.
 #[derive(Debug, Clone)]
@@ -154,41 +155,58 @@ pub fn execute(
     }
     drop(req);
     let mut out = Executed::default();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if w.stdout.read_until(b'\n', &mut line)? == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "worker closed stdout"));
+    let mut line = std::mem::take(&mut w.line);
+    let done = loop {
+        let answered = with_next_line(&mut w.stdout, &mut line, |line| {
+            read_execute_frame(line, id, keep_stdout, filler, &mut out)
+        });
+        match answered {
+            Ok(false) => continue,
+            Ok(true) => break Ok(out),
+            Err(e) => break Err(e),
         }
-        let frame: ExecFrame<'_> = serde_json::from_slice(&line)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad frame: {e}")))?;
-        if let Some(method) = frame.method {
-            if method == "execute.log" {
-                out.logs += 1;
-                if let Some(p) = frame.params {
-                    if p.stream.as_deref() == Some("stdout") {
-                        out.log_stdout_bytes += p.chunk.map_or(0, |c| c.len() as u64);
-                    }
+    };
+    line.clear();
+    w.line = line;
+    done
+}
+
+/// Reads one frame of an execute answer into `out`: true once it was the answer to `id`.
+fn read_execute_frame(
+    line: &[u8],
+    id: u64,
+    keep_stdout: bool,
+    filler: Option<u8>,
+    out: &mut Executed,
+) -> io::Result<bool> {
+    let frame: ExecFrame<'_> = serde_json::from_slice(line)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad frame: {e}")))?;
+    if let Some(method) = frame.method {
+        if method == "execute.log" {
+            out.logs += 1;
+            if let Some(p) = frame.params {
+                if p.stream.as_deref() == Some("stdout") {
+                    out.log_stdout_bytes += p.chunk.map_or(0, |c| c.len() as u64);
                 }
             }
-            continue;
         }
-        if frame.id.as_ref().and_then(Value::as_u64) != Some(id) {
-            continue;
-        }
-        if let Some(err) = frame.error {
-            return Err(io::Error::other(format!("environmentExecute: error response: {err}")));
-        }
-        let r = frame.result.ok_or_else(|| io::Error::other("execute answer without result"))?;
-        out.exit_code = r.exit_code;
-        out.stdout_len = r.stdout.len();
-        out.stderr_len = r.stderr.len();
-        out.filler_ok = filler.is_none_or(|f| r.stdout.bytes().all(|b| b == f));
-        if keep_stdout {
-            out.stdout = r.stdout.into_owned();
-        }
-        return Ok(out);
+        return Ok(false);
     }
+    if frame.id.as_ref().and_then(Value::as_u64) != Some(id) {
+        return Ok(false);
+    }
+    if let Some(err) = frame.error {
+        return Err(io::Error::other(format!("environmentExecute: error response: {err}")));
+    }
+    let r = frame.result.ok_or_else(|| io::Error::other("execute answer without result"))?;
+    out.exit_code = r.exit_code;
+    out.stdout_len = r.stdout.len();
+    out.stderr_len = r.stderr.len();
+    out.filler_ok = filler.is_none_or(|f| all_bytes_are(r.stdout.as_bytes(), f));
+    if keep_stdout {
+        out.stdout = r.stdout.into_owned();
+    }
+    Ok(true)
 }
 
 /// [`execute`] of `sh -c <script>` that must exit 0.

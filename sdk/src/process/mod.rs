@@ -14,10 +14,11 @@
 //!   [`LocalCommand::run`] to any [`OutputSink`]. While the host does not read the worker's
 //!   stdout, the sink waits ([`Context::send_execute_log`]), the runner stops reading the
 //!   command's pipes and the command blocks on them: memory stays flat.
-//! * **Large reads, no added latency.** The command's pipes are widened to 1 MiB and read
-//!   with buffers that grow to 512 KiB while the command is ahead, so under load each read
-//!   takes what has accumulated and becomes one `execute.log` chunk; an idle command's few
-//!   bytes are read and streamed as soon as they arrive (no timer, no batching delay).
+//! * **Large reads, no added latency, no copies.** The command's pipes are widened to 1 MiB
+//!   and read in reads that grow to 512 KiB while the command is ahead, so under load each
+//!   read takes what has accumulated and becomes one `execute.log` chunk; an idle command's
+//!   few bytes are read and streamed as soon as they arrive (no timer, no batching delay).
+//!   Reads go straight into the text collected for the result, which is streamed from there.
 //! * **Results that always fit the host's line limit.** stdout and stderr are collected for the
 //!   result up to a bound on their *JSON-encoded* size (a newline takes two UTF-16 code units
 //!   on the wire), by default half each of the host's line limit
@@ -84,7 +85,7 @@ mod output;
 
 pub use interactive::InteractiveProcess;
 
-use output::{complete_prefix_len, Collected};
+use output::Collected;
 
 /// Room kept in the host's line limit for everything of the answer but stdout and stderr
 /// (envelope, id, exit code, signal, metadata).
@@ -98,11 +99,7 @@ pub const DEFAULT_MAX_OUTPUT_UNITS: usize = (HOST_MAX_LINE_UNITS - RESULT_RESERV
 /// background processes that hold its pipes).
 pub const DEFAULT_DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 
-/// Bytes read from a pipe at once; one read is one streamed chunk.
-/// The first read buffer of each output stream.
-const READ_BUF: usize = 64 * 1024;
-
-/// The largest read buffer of an output stream: while the command writes faster than the
+/// The largest read of an output stream: while the command writes faster than the
 /// host takes `execute.log`, output accumulates in the (widened, [`PIPE_SIZE`]) pipe and one
 /// read takes up to this much — one notification instead of eight — while an idle command's
 /// few bytes are read, and streamed, as soon as they arrive. Below
@@ -117,8 +114,9 @@ const _: () =
     assert!(READ_BUF_MAX + 3 < paperclip_sandbox_protocol::methods::EXECUTE_LOG_MAX_CHUNK_CHARS);
 
 /// Asks the kernel for a [`PIPE_SIZE`] pipe (Linux `F_SETPIPE_SZ`; the default is 64 KiB).
-/// Refused (over `/proc/sys/fs/pipe-max-size`) or elsewhere, the pipe stays as it is.
-fn widen_pipe(pipe: Option<&impl std::os::fd::AsRawFd>) {
+/// Refused (over `/proc/sys/fs/pipe-max-size`), not a pipe, or elsewhere, it stays as it is.
+/// The runtime widens the protocol output the same way (fewer, larger writes to the host).
+pub(crate) fn widen_pipe(pipe: Option<&impl std::os::fd::AsRawFd>) {
     #[cfg(target_os = "linux")]
     if let Some(pipe) = pipe {
         // SAFETY: fcntl(2) on a descriptor this process owns; no memory is passed.
@@ -384,11 +382,8 @@ impl LocalCommand {
         let mut stderr = child.stderr.take();
         widen_pipe(stdout.as_ref());
         widen_pipe(stderr.as_ref());
-        let mut out_buf = vec![0u8; READ_BUF];
-        let mut err_buf = vec![0u8; READ_BUF];
-        let (mut out_held, mut err_held) = (0usize, 0usize);
-        let mut out = Collected::new(self.max_output);
-        let mut err = Collected::new(self.max_output);
+        let mut out = Collected::new(self.max_output, READ_BUF_MAX);
+        let mut err = Collected::new(self.max_output, READ_BUF_MAX);
 
         let far = Instant::now() + Duration::from_secs(365 * 86_400);
         let deadline = self.timeout.and_then(|t| Instant::now().checked_add(t));
@@ -422,10 +417,10 @@ impl LocalCommand {
                     drain_until = Some(Instant::now() + self.drain_after_exit);
                     None
                 }
-                n = read_some(stdout.as_mut(), &mut out_buf[out_held..]), if stdout.is_some() => {
+                n = read_into(stdout.as_mut(), out.read_target()), if stdout.is_some() => {
                     Some((OutputStream::Stdout, n))
                 }
-                n = read_some(stderr.as_mut(), &mut err_buf[err_held..]), if stderr.is_some() => {
+                n = read_into(stderr.as_mut(), err.read_target()), if stderr.is_some() => {
                     Some((OutputStream::Stderr, n))
                 }
                 w = write_some(stdin.as_mut(), &stdin_bytes[stdin_pos..]), if stdin.is_some() => {
@@ -451,57 +446,41 @@ impl LocalCommand {
                         OutputStream::Stdout => stdout = None,
                         OutputStream::Stderr => stderr = None,
                     }
-                    let (held, collected) = match stream {
-                        OutputStream::Stdout => (&mut out_held, &mut out),
-                        OutputStream::Stderr => (&mut err_held, &mut err),
+                    let collected = match stream {
+                        OutputStream::Stdout => &mut out,
+                        OutputStream::Stderr => &mut err,
                     };
                     // What is held back was never a whole character.
-                    if std::mem::take(held) > 0 {
-                        collected.push("\u{FFFD}");
-                        if !(timed_out || cancelled) {
-                            sink.chunk(stream, "\u{FFFD}").await;
-                        }
+                    if collected.finish() && !(timed_out || cancelled) {
+                        sink.chunk(stream, "\u{FFFD}").await;
                     }
                     continue;
                 }
             };
-            let (buf, held, collected) = match stream {
-                OutputStream::Stdout => (&mut out_buf, &mut out_held, &mut out),
-                OutputStream::Stderr => (&mut err_buf, &mut err_held, &mut err),
+            let collected = match stream {
+                OutputStream::Stdout => &mut out,
+                OutputStream::Stderr => &mut err,
             };
-            let filled = *held + n;
-            let cut = complete_prefix_len(&buf[..filled]);
-            {
-                // Borrowed straight from the read buffer unless it had to be repaired.
-                let text = match std::str::from_utf8(&buf[..cut]) {
-                    Ok(text) => std::borrow::Cow::Borrowed(text),
-                    Err(_) => String::from_utf8_lossy(&buf[..cut]),
-                };
-                collected.push(&text);
-                if !(timed_out || cancelled || text.is_empty()) {
-                    // Stream, but keep watching the timeout and the cancellation while the
-                    // sink waits for the host.
-                    tokio::select! {
-                        biased;
-                        _ = &mut cancel, if status.is_none() => {
-                            signal_group(pgid as i32, libc::SIGKILL);
-                            cancelled = true;
-                        }
-                        _ = tokio::time::sleep_until(deadline.unwrap_or(far)),
-                            if deadline.is_some() && status.is_none() => {
-                            signal_group(pgid as i32, libc::SIGKILL);
-                            timed_out = true;
-                        }
-                        () = sink.chunk(stream, &text) => {}
+            let piece = collected.piece(n);
+            let text = collected.text(&piece);
+            if !(timed_out || cancelled || text.is_empty()) {
+                // Stream, but keep watching the timeout and the cancellation while the sink
+                // waits for the host.
+                tokio::select! {
+                    biased;
+                    _ = &mut cancel, if status.is_none() => {
+                        signal_group(pgid as i32, libc::SIGKILL);
+                        cancelled = true;
                     }
+                    _ = tokio::time::sleep_until(deadline.unwrap_or(far)),
+                        if deadline.is_some() && status.is_none() => {
+                        signal_group(pgid as i32, libc::SIGKILL);
+                        timed_out = true;
+                    }
+                    () = sink.chunk(stream, text) => {}
                 }
             }
-            buf.copy_within(cut..filled, 0);
-            *held = filled - cut;
-            // The read filled the buffer: the command is ahead of us, so read more at once.
-            if filled == buf.len() && buf.len() < READ_BUF_MAX {
-                buf.resize((buf.len() * 2).min(READ_BUF_MAX), 0);
-            }
+            collected.commit(piece);
         }
 
         let ended_by_us = timed_out || cancelled;
@@ -520,21 +499,22 @@ impl LocalCommand {
             signal: status.signal(),
             timed_out,
             cancelled,
-            stdout: out.text,
-            stderr: err.text,
             stdout_truncated: out.truncated,
             stderr_truncated: err.truncated,
+            stdout: out.into_text(),
+            stderr: err.into_text(),
             pgid,
         })
     }
 }
 
-async fn read_some<R: tokio::io::AsyncRead + Unpin>(
+/// Appends at most `max` bytes read from `reader` to `buf` (straight into its spare capacity).
+async fn read_into<R: tokio::io::AsyncRead + Unpin>(
     reader: Option<&mut R>,
-    buf: &mut [u8],
+    (buf, max): (&mut Vec<u8>, usize),
 ) -> io::Result<usize> {
     match reader {
-        Some(r) => r.read(buf).await,
+        Some(r) => r.take(max as u64).read_buf(buf).await,
         None => Ok(0),
     }
 }

@@ -274,12 +274,24 @@ struct Outbox {
 struct OutboxState {
     /// Whole frames, `\n` included, not yet taken by the writer.
     buf: Vec<u8>,
+    /// Large parts of frames queued as they are, without a copy into `buf`: each goes out
+    /// right before the byte of `buf` at its offset (offsets in order).
+    spliced: Vec<(usize, Vec<u8>)>,
+    /// The bytes of `spliced`.
+    spliced_len: usize,
     /// Flush requests: answered once everything queued before them is written and flushed.
     waiters: Vec<oneshot::Sender<()>>,
     /// Live [`FrameSink`]s; the writer ends when none is left.
     senders: usize,
     /// The writer has stopped (output failed): frames are refused.
     closed: bool,
+}
+
+impl OutboxState {
+    /// Bytes queued and not yet taken by the writer.
+    fn queued(&self) -> usize {
+        self.buf.len() + self.spliced_len
+    }
 }
 
 impl Outbox {
@@ -319,6 +331,19 @@ impl Drop for FrameSink {
     }
 }
 
+/// Large parts of a frame being appended, queued without a copy.
+struct Splicer {
+    parts: Vec<(usize, Vec<u8>)>,
+}
+
+impl Splicer {
+    /// Queues `part` as the next bytes of the frame, after what `buf` (the frame's buffer)
+    /// holds so far.
+    fn splice(&mut self, buf: &[u8], part: Vec<u8>) {
+        self.parts.push((buf.len(), part));
+    }
+}
+
 /// Truncates a half-written frame away unless the frame was completed.
 struct Rollback<'a> {
     buf: &'a mut Vec<u8>,
@@ -338,21 +363,37 @@ impl FrameSink {
         &self,
         write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
     ) -> bool {
+        self.append_spliced(|buf, _| write(buf))
+    }
+
+    /// [`append`](Self::append) where `write` may also hand over large parts of the frame
+    /// as they are, without a copy ([`Splicer::splice`]).
+    fn append_spliced<E: std::fmt::Display>(
+        &self,
+        write: impl FnOnce(&mut Vec<u8>, &mut Splicer) -> Result<(), E>,
+    ) -> bool {
         let wake = {
             let mut state = self.outbox.lock();
             if state.closed {
                 return false;
             }
-            let start = state.buf.len();
-            let mut frame = Rollback { buf: &mut state.buf, start };
-            if let Err(e) = write(&mut *frame.buf) {
+            let was_empty = state.queued() == 0;
+            let OutboxState { buf, spliced, spliced_len, .. } = &mut *state;
+            let start = buf.len();
+            let mut frame = Rollback { buf, start };
+            let mut splicer = Splicer { parts: Vec::new() };
+            if let Err(e) = write(&mut *frame.buf, &mut splicer) {
                 tracing::error!(error = %e, "outbound frame does not serialize; dropped");
                 return false;
             }
             frame.buf.push(b'\n');
             // Complete: keep it.
             frame.start = frame.buf.len();
-            start == 0
+            for (at, part) in splicer.parts {
+                *spliced_len += part.len();
+                spliced.push((at, part));
+            }
+            was_empty
         };
         if wake {
             self.outbox.wake.notify_one();
@@ -369,7 +410,7 @@ impl FrameSink {
             room.as_mut().enable();
             {
                 let state = self.outbox.lock();
-                if state.closed || state.buf.len() < OUTBOX_HIGH_WATER {
+                if state.closed || state.queued() < OUTBOX_HIGH_WATER {
                     return;
                 }
             }
@@ -379,7 +420,7 @@ impl FrameSink {
 
     /// Bytes queued and not yet taken by the writer.
     pub fn queued(&self) -> usize {
-        self.outbox.lock().buf.len()
+        self.outbox.lock().queued()
     }
 
     /// True once the output has failed (a write error such as `EPIPE`: the host is gone).
@@ -448,7 +489,7 @@ impl FrameSink {
         &self,
         write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
     ) -> bool {
-        if self.outbox.lock().buf.len() >= OUTBOX_HARD_LIMIT {
+        if self.outbox.lock().queued() >= OUTBOX_HARD_LIMIT {
             tracing::debug!("protocol output queue full; notification dropped");
             return false;
         }
@@ -472,17 +513,25 @@ impl FrameSink {
     }
 
     /// Queues the success response `{"jsonrpc":"2.0","id":<id>,"result":<result>}` with an
-    /// already serialized result: exactly the line [`Response::success`] gives for it.
-    pub(crate) fn send_result(&self, id: &Id, result: &RawValue) -> bool {
-        self.send_result_json(id, result.get())
+    /// already serialized result: exactly the line [`Response::success`] gives for it. A
+    /// large result (megabytes of command output) is queued as it is, not copied.
+    pub(crate) fn send_result(&self, id: &Id, result: Box<RawValue>) -> bool {
+        if result.get().len() < SPLICE_MIN {
+            return self.send_result_json(id, result.get());
+        }
+        let result = Box::<str>::from(result).into_boxed_bytes().into_vec();
+        self.append_spliced(|buf, splicer| {
+            result_prefix(buf, id)?;
+            splicer.splice(buf, result);
+            buf.push(b'}');
+            Ok::<(), serde_json::Error>(())
+        })
     }
 
     /// [`send_result`](Self::send_result) with result text the runtime knows is JSON.
     pub(crate) fn send_result_json(&self, id: &Id, result: &str) -> bool {
         self.append(|buf| {
-            buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-            id.serialize(&mut serde_json::Serializer::new(&mut *buf))?;
-            buf.extend_from_slice(b",\"result\":");
+            result_prefix(buf, id)?;
             buf.extend_from_slice(result.as_bytes());
             buf.push(b'}');
             Ok::<(), serde_json::Error>(())
@@ -518,6 +567,17 @@ impl FrameSink {
     }
 }
 
+/// Results at least this long are queued without a copy ([`FrameSink::send_result`]).
+const SPLICE_MIN: usize = 64 * 1024;
+
+/// `{"jsonrpc":"2.0","id":<id>,"result":`, the start of a success response.
+fn result_prefix(buf: &mut Vec<u8>, id: &Id) -> serde_json::Result<()> {
+    buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    id.serialize(&mut serde_json::Serializer::new(&mut *buf))?;
+    buf.extend_from_slice(b",\"result\":");
+    Ok(())
+}
+
 /// Starts the writer task over `writer`. It ends, after a final flush, when every
 /// [`FrameSink`] is dropped, or on the first write error (returned).
 pub(crate) fn spawn_writer<W>(writer: W) -> (FrameSink, JoinHandle<io::Result<()>>)
@@ -535,18 +595,26 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut out: W, outbox: Arc<Outbox>) -> i
     let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
     loop {
         // Take the whole batch queued right now (and the flush requests behind it).
-        let (waiters, last) = {
+        let (spliced, waiters, last) = {
             let mut state = outbox.lock();
             std::mem::swap(&mut state.buf, &mut batch);
-            (std::mem::take(&mut state.waiters), state.senders == 0)
+            state.spliced_len = 0;
+            let spliced = std::mem::take(&mut state.spliced);
+            (spliced, std::mem::take(&mut state.waiters), state.senders == 0)
         };
-        if !batch.is_empty() {
+        let wrote = !batch.is_empty() || !spliced.is_empty();
+        if wrote {
             outbox.room.notify_waiters();
         }
-        let wrote = !batch.is_empty();
         let result = async {
-            if wrote {
-                out.write_all(&batch).await?;
+            let mut at = 0;
+            for (to, part) in &spliced {
+                out.write_all(&batch[at..*to]).await?;
+                out.write_all(part).await?;
+                at = *to;
+            }
+            if at < batch.len() {
+                out.write_all(&batch[at..]).await?;
             }
             if wrote || !waiters.is_empty() {
                 out.flush().await?;
@@ -559,6 +627,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut out: W, outbox: Arc<Outbox>) -> i
             let mut state = outbox.lock();
             state.closed = true;
             state.buf = Vec::new();
+            state.spliced = Vec::new();
+            state.spliced_len = 0;
             state.waiters.clear();
             drop(state);
             outbox.room.notify_waiters();
@@ -733,12 +803,14 @@ mod tests {
     async fn raw_answers_are_the_lines_of_response_messages() {
         let (tx, mut rx) = tokio::io::duplex(1 << 20);
         let (sink, task) = spawn_writer(tx);
-        let result: Box<RawValue> = serde_json::from_str(r#"{"a":[1,"x"]}"#).unwrap();
+        let small: Box<RawValue> = serde_json::from_str(r#"{"a":[1,"x"]}"#).unwrap();
+        // Queued without a copy, between the frames around it.
+        let large = serde_json::value::to_raw_value(&"x\"y".repeat(SPLICE_MIN)).unwrap();
         let error = ErrorObject::method_not_found("nope").with_data(serde_json::json!({"k": 1}));
         let ids = [Id::from(7u64), Id::from("host-1"), Id::from(-3i64)];
         let mut want = String::new();
-        for id in &ids {
-            assert!(sink.send_result(id, &result));
+        for (id, result) in ids.iter().zip([&small, &large, &small]) {
+            assert!(sink.send_result(id, result.clone()));
             assert!(sink.send_error(Some(id), &error));
             let value: serde_json::Value = serde_json::from_str(result.get()).unwrap();
             want += &Message::from(Response::success(id.clone(), value)).to_line();

@@ -136,7 +136,7 @@ fn spawn_request<G: Send + 'static>(
             m => shared.call_hook(m, params, cx).await,
         };
         match answer {
-            Ok(result) => shared.sink.send_result(&id, &result),
+            Ok(result) => shared.sink.send_result(&id, result),
             Err(error) => shared.sink.send_error(Some(&id), &error),
         };
         drop(guard);

@@ -115,11 +115,15 @@ impl ProtocolReader {
 impl ProtocolWriter {
     /// Wraps the protocol output (from
     /// [`take_protocol_stdout`](super::stdout_guard::take_protocol_stdout)); as
-    /// [`ProtocolReader::new`].
+    /// [`ProtocolReader::new`]. A pipe is widened to 1 MiB when the kernel allows it, so
+    /// megabytes of output go out in fewer, larger writes.
     pub(crate) fn new(file: File) -> io::Result<Self> {
         let fallback = file.try_clone()?;
         let fast = match kind(&file) {
-            Kind::Pipe => pipe::Sender::from_file(file).map(ProtocolWriter::Pipe),
+            Kind::Pipe => {
+                crate::process::widen_pipe(Some(&file));
+                pipe::Sender::from_file(file).map(ProtocolWriter::Pipe)
+            }
             Kind::Socket => socket(file).map(ProtocolWriter::Socket),
             Kind::Other => Err(io::Error::other("not a pipe or a socket")),
         };
