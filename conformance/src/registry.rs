@@ -18,39 +18,12 @@ use crate::context::{RunEnv, WorkerFacts};
 use crate::hostmodel::host_makes;
 
 /// The run-wide checks: judged last, over every worker of the run.
+#[rustfmt::skip]
 pub const RUN_WIDE: &[Check] = &[
-    check(
-        "ledger.clean",
-        "LEDGER-1",
-        "every lease the run created is ended",
-        Main,
-        &[],
-        ledger::clean,
-    ),
-    check(
-        "framing.stdout-purity",
-        "WIRE-STDOUT-1",
-        "only protocol lines on stdout, whole run",
-        Offline,
-        &[],
-        framing::stdout_purity,
-    ),
-    check(
-        "envelopes.allowlisted",
-        "ENV-ALLOW-1",
-        "error.data only allowlisted envelopes, whole run",
-        Offline,
-        &[],
-        envelopes::allowlisted,
-    ),
-    check(
-        "secrets.no-leak",
-        "SECRET-1",
-        "planted secrets never echoed, whole run",
-        Offline,
-        &[],
-        envelopes::no_secret_leak,
-    ),
+    check("ledger.clean", "LEDGER-1", "every lease the run created is ended", Main, &[], ledger::clean),
+    check("framing.stdout-purity", "WIRE-STDOUT-1", "only protocol lines on stdout, whole run", Offline, &[], framing::stdout_purity),
+    check("envelopes.allowlisted", "ENV-ALLOW-1", "error.data only allowlisted envelopes, whole run", Offline, &[], envelopes::allowlisted),
+    check("secrets.no-leak", "SECRET-1", "planted secrets never echoed, whole run", Offline, &[], envelopes::no_secret_leak),
 ];
 
 /// Every check group, in running order.

@@ -1,5 +1,6 @@
 //! The checks, one module per group. Each check is a plain function over a [`Ctx`]; each
-//! module ends with its `GROUP` table, and the registry decides whether a check runs.
+//! module ends with its `GROUP` table, and the registry decides whether a check runs. The
+//! tables keep one check a line (`#[rustfmt::skip]`), so a group reads as a table.
 //!
 //! [`Ctx`]: crate::context::Ctx
 

@@ -297,60 +297,13 @@ const NOVEMBER: Need = Need::Profile(HostProfile::Paperclip2026_11);
 
 /// The checks of the newest upstream methods, each gated by what the worker advertises and
 /// what the host would call.
+#[rustfmt::skip]
 pub const GROUP: &[Check] = &[
-    check(
-        "newer.not-implemented",
-        "WIRE-METHOD-2",
-        "environmentTask, routeAiConnection, loginPtyOpen, duplexChannelOpen: -32004 unless advertised",
-        Main,
-        &[NOVEMBER],
-        not_implemented,
-    ),
-    check(
-        "newer.idle-seal",
-        "IDLE-SEAL-1",
-        "prepareIdleSleep none seals until the owner releases; a stale release does not",
-        Fresh,
-        &[NOVEMBER, Need::Method(Method::PrepareIdleSleep)],
-        seal,
-    ),
-    check(
-        "newer.idle-busy",
-        "IDLE-BUSY-1",
-        "no idle sleep while a command runs",
-        Main,
-        &[
-            NOVEMBER,
-            Need::Method(Method::PrepareIdleSleep),
-            ACQUIRE,
-            Need::Method(Method::EnvironmentExecute),
-            Need::Lease,
-        ],
-        busy,
-    ),
-    check(
-        "newer.task-pairing",
-        "TASK-PAIR-1",
-        "environmentTask refuses a foreign operation and answers status with status",
-        Main,
-        &[NOVEMBER, Need::Method(Method::EnvironmentTask)],
-        pairing,
-    ),
-    check(
-        "newer.duplex-roundtrip",
-        "DUPLEX-1",
-        "duplex channel: open, data, exit, close",
-        Main,
-        &[
-            ACQUIRE,
-            Need::Method(Method::DuplexChannelOpen),
-            Need::Method(Method::DuplexChannelWrite),
-            Need::Method(Method::DuplexChannelClose),
-            Need::Host(HostCall::Duplex),
-            Need::Lease,
-        ],
-        duplex,
-    ),
+    check("newer.not-implemented", "WIRE-METHOD-2", "environmentTask, routeAiConnection, loginPtyOpen, duplexChannelOpen: -32004 unless advertised", Main, &[NOVEMBER], not_implemented),
+    check("newer.idle-seal", "IDLE-SEAL-1", "prepareIdleSleep none seals until the owner releases; a stale release does not", Fresh, &[NOVEMBER, Need::Method(Method::PrepareIdleSleep)], seal),
+    check("newer.idle-busy", "IDLE-BUSY-1", "no idle sleep while a command runs", Main, &[NOVEMBER, Need::Method(Method::PrepareIdleSleep), ACQUIRE, Need::Method(Method::EnvironmentExecute), Need::Lease], busy),
+    check("newer.task-pairing", "TASK-PAIR-1", "environmentTask refuses a foreign operation and answers status with status", Main, &[NOVEMBER, Need::Method(Method::EnvironmentTask)], pairing),
+    check("newer.duplex-roundtrip", "DUPLEX-1", "duplex channel: open, data, exit, close", Main, &[ACQUIRE, Need::Method(Method::DuplexChannelOpen), Need::Method(Method::DuplexChannelWrite), Need::Method(Method::DuplexChannelClose), Need::Host(HostCall::Duplex), Need::Lease], duplex),
 ];
 
 #[cfg(test)]

@@ -185,11 +185,7 @@ use crate::hostmodel::HostCall;
 use paperclip_sandbox_protocol::methods::Method;
 
 /// The native sync group.
-pub const GROUP: &[Check] = &[check(
-    "sync.round-trip",
-    "SYNC-1",
-    "syncIn then syncOut keep bytes, modes, excludes, order",
-    Main,
-    &[Need::Method(Method::EnvironmentAcquireLease), Need::Host(HostCall::NativeSync), Need::Lease],
-    round_trip,
-)];
+#[rustfmt::skip]
+pub const GROUP: &[Check] = &[
+    check("sync.round-trip", "SYNC-1", "syncIn then syncOut keep bytes, modes, excludes, order", Main, &[Need::Method(Method::EnvironmentAcquireLease), Need::Host(HostCall::NativeSync), Need::Lease], round_trip),
+];
