@@ -430,25 +430,6 @@ pub fn session_commands(ctx: &mut Ctx<'_>) -> CheckResult {
     Ok(())
 }
 
-use crate::check::{check, Check, Need, Scope::Main, EXECUTE_IN_LEASE as LEASE};
-use crate::hostmodel::HostCall;
-use paperclip_sandbox_protocol::methods::Method;
-
-/// The execute group.
-#[rustfmt::skip]
-pub const GROUP: &[Check] = &[
-    check("execute.exit-code", "EXEC-1", "exit code reported", Main, LEASE, exit_code),
-    check("execute.output", "EXEC-2", "stdout and stderr returned", Main, LEASE, output),
-    check("execute.stdin", "EXEC-3", "stdin fed, also as the host's base64 upload", Main, LEASE, stdin),
-    check("execute.env", "EXEC-4", "env passed to the command", Main, LEASE, env),
-    check("execute.cwd", "EXEC-5", "runs in the host's cwd (remoteCwd, else /tmp)", Main, LEASE, cwd),
-    check("execute.timeout", "EXEC-6", "timeoutMs stops the command (checked after)", Main, LEASE, timeout),
-    check("execute.large-output", "EXEC-OUT-1", "the host's 4 MiB base64 download is byte-exact", Main, LEASE, large_output),
-    check("execute.incremental-output", "EXEC-STREAM-1", "execute.log streams in order before the answer", Main, &[Need::Method(Method::EnvironmentAcquireLease), Need::Method(Method::EnvironmentExecute), Need::Host(HostCall::StreamedOutput), Need::Lease], incremental_output),
-    check("execute.control-commands", "EXEC-CTRL-1", "a control command answers beside a long one", Main, &[Need::Method(Method::EnvironmentAcquireLease), Need::Host(HostCall::ControlCommands), Need::Lease], control_commands),
-    check("execute.session-commands", "EXEC-SESSION-1", "session commands (bypassSession: false) run", Main, &[Need::Method(Method::EnvironmentAcquireLease), Need::Host(HostCall::SessionCommands), Need::Lease], session_commands),
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;

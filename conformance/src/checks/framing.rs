@@ -234,24 +234,3 @@ pub fn is_frame(line: &str) -> bool {
         Ok(Message::Request(_) | Message::Response(_) | Message::Notification(_))
     )
 }
-
-use crate::check::{
-    check, Check,
-    Need::Oversize,
-    Scope::{Fresh, Main},
-};
-
-/// The framing group (on the main worker; `framing.stdout-purity` runs with the run-wide
-/// checks).
-#[rustfmt::skip]
-pub const GROUP: &[Check] = &[
-    check("framing.blank-and-crlf", "WIRE-NDJSON-1", "blank lines and CRLF tolerated", Main, &[], blank_and_crlf),
-    check("framing.parse-error", "WIRE-PARSE-1", "invalid JSON answered -32700 with id null", Main, &[], parse_error),
-    check("framing.parse-error-exact", "WIRE-PARSE-2", "parse-error answer as the published SDK's", Main, &[], parse_error_exact),
-    check("framing.invalid-request", "WIRE-INVALID-1", "id-null request not answered with success", Main, &[], invalid_request),
-    check("framing.id-echo", "WIRE-ID-1", "ids echoed with exact JSON type", Main, &[], id_echo),
-    check("framing.method-not-found", "WIRE-METHOD-1", "unknown method answered -32601", Main, &[], method_not_found),
-    check("framing.not-implemented", "WIRE-METHOD-2", "known unimplemented method answered -32004", Main, &[], not_implemented),
-    check("framing.oversize", "WIRE-FRAME-1", "worker survives an oversize frame", Main, &[Oversize], oversize),
-    check("framing.void-result-null", "WIRE-VOID-1", "void answer carries result: null", Fresh, &[], void_result_null),
-];

@@ -175,16 +175,3 @@ pub fn sync_pair(ctx: &mut Ctx<'_>) -> CheckResult {
         format!("{has} is advertised without {lacks}; the host would fall back to base64-over-exec for every transfer"),
     ))
 }
-
-use crate::check::{check, Check, Scope::Main};
-
-/// The handshake group.
-#[rustfmt::skip]
-pub const GROUP: &[Check] = &[
-    check("handshake.initialize", "INIT-1", "initialize answers ok within 15 s", Main, &[], initialize),
-    check("handshake.supported-methods", "INIT-2", "supportedMethods is an array of strings", Main, &[], supported_methods),
-    check("handshake.second-initialize", "INIT-3", "a second initialize errors", Main, &[], second_initialize),
-    check("handshake.advertised-implemented", "CAP-HONEST-1", "advertised methods are implemented", Main, &[], advertised_implemented),
-    check("handshake.unadvertised-not-implemented", "CAP-HONEST-2", "unadvertised methods answer -32004", Main, &[], unadvertised_not_implemented),
-    check("handshake.sync-pair", "SYNC-PAIR-1", "sync verbs advertised both or neither", Main, &[], sync_pair),
-];

@@ -246,29 +246,3 @@ pub fn stop_keeps_files(ctx: &mut Ctx<'_>) -> CheckResult {
         Err(fail(format!("the file {marker} written before stop is still there"), show(&r)))
     }
 }
-
-use crate::check::{check, Check, Need, Scope::Main};
-use crate::hostmodel::HostCall;
-use paperclip_sandbox_protocol::methods::Method;
-
-const ACQUIRE: Need = Need::Method(Method::EnvironmentAcquireLease);
-
-/// The lifecycle group that opens a lease (validate, probe, acquire, remote cwd, realize).
-#[rustfmt::skip]
-pub const GROUP: &[Check] = &[
-    check("lifecycle.validate-config", "LIFE-VALIDATE-1", "validateConfig accepts the config", Main, &[Need::Method(Method::EnvironmentValidateConfig)], validate_config),
-    check("lifecycle.probe", "LIFE-PROBE-1", "probe answers {ok, summary?, diagnostics?}", Main, &[Need::Method(Method::EnvironmentProbe)], probe),
-    check("lifecycle.acquire", "LIFE-ACQUIRE-1", "acquire answers a lease", Main, &[ACQUIRE], acquire),
-    check("lifecycle.remote-cwd", "LIFE-CWD-1", "the lease names metadata.remoteCwd", Main, &[ACQUIRE, Need::Lease], remote_cwd),
-    check("lifecycle.realize", "LIFE-REALIZE-1", "realize answers {cwd?, metadata?}", Main, &[ACQUIRE, Need::Method(Method::EnvironmentRealizeWorkspace), Need::Lease], realize),
-];
-
-/// The lifecycle group that ends leases (release, resume, destroy, stop).
-#[rustfmt::skip]
-pub const GROUP_END: &[Check] = &[
-    check("lifecycle.release", "LIFE-RELEASE-1", "release answers null or a receipt naming the lease", Main, &[ACQUIRE, Need::Method(Method::EnvironmentReleaseLease), Need::Lease], release),
-    check("lifecycle.resume-live", "LIFE-RESUME-1", "resume of a live lease returns it", Main, &[ACQUIRE, Need::Host(HostCall::Resume), Need::Lease], resume_live),
-    check("lifecycle.resume-destroyed", "LIFE-RESUME-2", "resume of a destroyed lease returns providerLeaseId null", Main, &[ACQUIRE, Need::Host(HostCall::Resume), Need::Method(Method::EnvironmentDestroyLease), Need::Lease], resume_destroyed),
-    check("lifecycle.destroy-idempotent", "LIFE-DESTROY-1", "destroy twice succeeds", Main, &[ACQUIRE, Need::Method(Method::EnvironmentDestroyLease), Need::Lease], destroy_idempotent),
-    check("lifecycle.stop-keeps-files", "LIFE-STOP-1", "stop answers a stopped receipt and keeps files", Main, &[ACQUIRE, Need::Host(HostCall::Stop), Need::Lease], stop_keeps_files),
-];

@@ -1,6 +1,5 @@
 //! The checks, one module per group. Each check is a plain function over a [`Ctx`]; each
-//! module ends with its `GROUP` table, and the registry decides whether a check runs. The
-//! tables keep one check a line (`#[rustfmt::skip]`), so a group reads as a table.
+//! check is one row of [`crate::registry::CHECKS`], and the registry decides whether it runs.
 //!
 //! [`Ctx`]: crate::context::Ctx
 

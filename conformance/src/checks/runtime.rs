@@ -167,17 +167,3 @@ pub fn no_login_profile(ctx: &mut Ctx<'_>) -> CheckResult {
         ),
     ))
 }
-
-use crate::check::{check, Check, Need, Scope::Main, EXECUTE_IN_LEASE as LEASE};
-use paperclip_sandbox_protocol::methods::Method;
-
-/// The runtime-requirements group.
-#[rustfmt::skip]
-pub const GROUP: &[Check] = &[
-    check("runtime.posix-shell", "RT-SHELL-1", "sh -c runs POSIX shell", Main, LEASE, posix_shell),
-    check("runtime.tar", "RT-SHELL-1", "a tar round trip works", Main, LEASE, tar),
-    check("runtime.writable-dirs", "RT-SHELL-1", "workspace, home, cache, tmp writable", Main, LEASE, writable_dirs),
-    check("runtime.node", "RT-NODE-1", "node is on the PATH", Main, LEASE, node),
-    check("runtime.required-clis", "RT-CLI-1", "every --require-cli CLI is on the PATH", Main, &[Need::Method(Method::EnvironmentAcquireLease), Need::Method(Method::EnvironmentExecute), Need::RequiredClis, Need::Lease], required_clis),
-    check("runtime.no-login-profile", "RT-PROFILE-1", "no profile or rc file written", Main, LEASE, no_login_profile),
-];
