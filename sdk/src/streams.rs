@@ -76,19 +76,21 @@ impl Stream {
     }
 }
 
-/// Declares a sender over a [`Stream`]: the type, its `Debug` (the two ids) and the two ids'
-/// accessors.
+/// Declares a sender over a [`Stream`]: the type, its `Debug` (the two ids), the two ids'
+/// accessors and the [`Context`] method that makes one.
 macro_rules! sender {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident, $what:literal, $make:ident) => {
         $(#[$doc])*
         #[derive(Clone)]
-        pub struct $name(Stream);
+        pub struct $name {
+            stream: Stream,
+        }
 
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.debug_struct(stringify!($name))
-                    .field("host_route_id", &self.0.host_route_id)
-                    .field("worker_session_id", &self.0.worker_session_id)
+                    .field("host_route_id", &self.stream.host_route_id)
+                    .field("worker_session_id", &self.stream.worker_session_id)
                     .finish_non_exhaustive()
             }
         }
@@ -96,12 +98,24 @@ macro_rules! sender {
         impl $name {
             /// The route this sender reports to.
             pub fn host_route_id(&self) -> &str {
-                &self.0.host_route_id
+                &self.stream.host_route_id
             }
 
             /// The session id this sender binds its output to.
             pub fn worker_session_id(&self) -> &str {
-                &self.0.worker_session_id
+                &self.stream.worker_session_id
+            }
+        }
+
+        impl Context {
+            #[doc = concat!("A sender for the ", $what, " registered under `host_route_id` (the")]
+            /// open's id) and bound to `worker_session_id` (the id the open hook answers).
+            pub fn $make(
+                &self,
+                host_route_id: impl Into<String>,
+                worker_session_id: impl Into<String>,
+            ) -> $name {
+                $name { stream: Stream::new(self, host_route_id.into(), worker_session_id.into()) }
             }
         }
     };
@@ -110,13 +124,13 @@ macro_rules! sender {
 sender! {
     /// Sends the output and the exit of one login terminal (`loginPty.output`,
     /// `loginPty.exit`).
-    LoginPtySender
+    LoginPtySender, "login terminal", login_pty_sender
 }
 
 sender! {
     /// Sends the output and the exit of one duplex channel (`duplexChannel.data`,
     /// `duplexChannel.exit`).
-    DuplexSender
+    DuplexSender, "duplex channel", duplex_channel_sender
 }
 
 impl LoginPtySender {
@@ -124,12 +138,12 @@ impl LoginPtySender {
     /// output queue is full.
     pub async fn output(&self, chunk: &str) {
         let params = |route: &str, session: &str| LoginPtyOutputParams::new(route, session, chunk);
-        self.0.output::<methods::LoginPtyOutput>(chunk.is_empty(), params).await;
+        self.stream.output::<methods::LoginPtyOutput>(chunk.is_empty(), params).await;
     }
 
     /// Sends the terminal's exit (`None`: ended without a code). Only the first call sends.
     pub fn exit(&self, exit_code: Option<i32>) {
-        self.0.exit::<methods::LoginPtyExit>(|route, session| {
+        self.stream.exit::<methods::LoginPtyExit>(|route, session| {
             LoginPtyExitParams::new(route, session, exit_code)
         });
     }
@@ -142,7 +156,7 @@ impl DuplexSender {
         let params = |route: &str, session: &str| {
             DuplexChannelDataParams::new(route, session, ChannelBytes::from(chunk))
         };
-        self.0.output::<methods::DuplexChannelData>(chunk.is_empty(), params).await;
+        self.stream.output::<methods::DuplexChannelData>(chunk.is_empty(), params).await;
     }
 
     /// Sends the command's exit (`None`: ended without a code). Only the first exit (or
@@ -158,30 +172,8 @@ impl DuplexSender {
     }
 
     fn send_exit(&self, exit_code: Option<i32>, transport_closed: bool) {
-        self.0.exit::<methods::DuplexChannelExit>(|route, session| {
+        self.stream.exit::<methods::DuplexChannelExit>(|route, session| {
             DuplexChannelExitParams::new(route, session, exit_code, transport_closed)
         });
-    }
-}
-
-impl Context {
-    /// A sender for the login terminal registered under `host_route_id` (the open's id) and
-    /// bound to `worker_session_id` (the id the open hook answers).
-    pub fn login_pty_sender(
-        &self,
-        host_route_id: impl Into<String>,
-        worker_session_id: impl Into<String>,
-    ) -> LoginPtySender {
-        LoginPtySender(Stream::new(self, host_route_id.into(), worker_session_id.into()))
-    }
-
-    /// A sender for the duplex channel registered under `host_route_id` (the open's id) and
-    /// bound to `worker_session_id` (the id the open hook answers).
-    pub fn duplex_channel_sender(
-        &self,
-        host_route_id: impl Into<String>,
-        worker_session_id: impl Into<String>,
-    ) -> DuplexSender {
-        DuplexSender(Stream::new(self, host_route_id.into(), worker_session_id.into()))
     }
 }
