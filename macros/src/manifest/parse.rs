@@ -283,7 +283,7 @@ fn driver_arg(
                     return Err(cap.error("expected a capability key such as `reusableLeases`"));
                 };
                 let alone = "expected `true` or `false` (a key alone means `true`)";
-                let value = flag(&cap, errors, alone)?.map_or(true, |b| b.value);
+                let value = flag(&cap, errors, alone)?.is_none_or(|b| b.value);
                 d.capabilities.push(CapabilityDecl { key, value });
                 Ok(())
             })?;
