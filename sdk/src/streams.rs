@@ -76,10 +76,9 @@ impl Stream {
     }
 }
 
-/// Declares a sender over a [`Stream`]: the type, its `Debug` (the two ids), the two ids'
-/// accessors and the [`Context`] method that makes one.
+/// Declares a sender over a [`Stream`]: the type and its `Debug` (the two ids).
 macro_rules! sender {
-    ($(#[$doc:meta])* $name:ident, $what:literal, $make:ident) => {
+    ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         #[derive(Clone)]
         pub struct $name {
@@ -94,46 +93,32 @@ macro_rules! sender {
                     .finish_non_exhaustive()
             }
         }
-
-        impl $name {
-            /// The route this sender reports to.
-            pub fn host_route_id(&self) -> &str {
-                &self.stream.host_route_id
-            }
-
-            /// The session id this sender binds its output to.
-            pub fn worker_session_id(&self) -> &str {
-                &self.stream.worker_session_id
-            }
-        }
-
-        impl Context {
-            #[doc = concat!("A sender for the ", $what, " registered under `host_route_id` (the")]
-            /// open's id) and bound to `worker_session_id` (the id the open hook answers).
-            pub fn $make(
-                &self,
-                host_route_id: impl Into<String>,
-                worker_session_id: impl Into<String>,
-            ) -> $name {
-                $name { stream: Stream::new(self, host_route_id.into(), worker_session_id.into()) }
-            }
-        }
     };
 }
 
 sender! {
     /// Sends the output and the exit of one login terminal (`loginPty.output`,
     /// `loginPty.exit`).
-    LoginPtySender, "login terminal", login_pty_sender
+    LoginPtySender
 }
 
 sender! {
     /// Sends the output and the exit of one duplex channel (`duplexChannel.data`,
     /// `duplexChannel.exit`).
-    DuplexSender, "duplex channel", duplex_channel_sender
+    DuplexSender
 }
 
 impl LoginPtySender {
+    /// The route this sender reports to.
+    pub fn host_route_id(&self) -> &str {
+        &self.stream.host_route_id
+    }
+
+    /// The session id this sender binds its output to.
+    pub fn worker_session_id(&self) -> &str {
+        &self.stream.worker_session_id
+    }
+
     /// Sends one chunk of terminal output; an empty chunk is not sent. Waits while the
     /// output queue is full.
     pub async fn output(&self, chunk: &str) {
@@ -150,6 +135,16 @@ impl LoginPtySender {
 }
 
 impl DuplexSender {
+    /// The route this sender reports to.
+    pub fn host_route_id(&self) -> &str {
+        &self.stream.host_route_id
+    }
+
+    /// The session id this sender binds its output to.
+    pub fn worker_session_id(&self) -> &str {
+        &self.stream.worker_session_id
+    }
+
     /// Sends one chunk of output bytes (as base64); an empty chunk is not sent. Waits while
     /// the output queue is full.
     pub async fn data(&self, chunk: &[u8]) {
@@ -175,5 +170,27 @@ impl DuplexSender {
         self.stream.exit::<methods::DuplexChannelExit>(|route, session| {
             DuplexChannelExitParams::new(route, session, exit_code, transport_closed)
         });
+    }
+}
+
+impl Context {
+    /// A sender for the login terminal registered under `host_route_id` (the open's id) and
+    /// bound to `worker_session_id` (the id the open hook answers).
+    pub fn login_pty_sender(
+        &self,
+        host_route_id: impl Into<String>,
+        worker_session_id: impl Into<String>,
+    ) -> LoginPtySender {
+        LoginPtySender { stream: Stream::new(self, host_route_id.into(), worker_session_id.into()) }
+    }
+
+    /// A sender for the duplex channel registered under `host_route_id` (the open's id) and
+    /// bound to `worker_session_id` (the id the open hook answers).
+    pub fn duplex_channel_sender(
+        &self,
+        host_route_id: impl Into<String>,
+        worker_session_id: impl Into<String>,
+    ) -> DuplexSender {
+        DuplexSender { stream: Stream::new(self, host_route_id.into(), worker_session_id.into()) }
     }
 }
