@@ -37,82 +37,27 @@ const fn contract(id: &'static str, level: Level, summary: &'static str) -> Cont
 use Level::{Must, Should};
 
 /// The contract-only requirements, in book order.
+#[rustfmt::skip]
 pub const CONTRACT_ONLY: &[ContractOnly] = &[
-    contract(
-        "CAP-RESOLVE-1",
-        Must,
-        "A capability is granted only when verified, declared and not narrowed.",
-    ),
+    contract("CAP-RESOLVE-1", Must, "A capability is granted only when verified, declared and not narrowed."),
     contract("CAP-OPTIN-1", Must, "An omitted opt-in key never grants its capability."),
-    contract(
-        "CAP-LEGACY-1",
-        Must,
-        "A nested `reusableLeases` wins over the legacy `supportsReusableLeases`.",
-    ),
+    contract("CAP-LEGACY-1", Must, "A nested `reusableLeases` wins over the legacy `supportsReusableLeases`."),
     contract("CAP-NARROW-1", Must, "A narrowing only removes capabilities."),
-    contract(
-        "CAP-FAILCLOSED-1",
-        Must,
-        "Config-resolution and identity failures turn capabilities off.",
-    ),
-    contract(
-        "LIFE-EXPIRY-1",
-        Must,
-        "`requestedExpiresAt` is honoured and the real expiry returned, or no expiry at all.",
-    ),
+    contract("CAP-FAILCLOSED-1", Must, "Config-resolution and identity failures turn capabilities off."),
+    contract("LIFE-EXPIRY-1", Must, "`requestedExpiresAt` is honoured and the real expiry returned, or no expiry at all."),
     contract("EXEC-BYPASS-1", Must, "`bypassSession: true` runs one-shot, outside any session."),
-    contract(
-        "LIFE-RECEIPT-1",
-        Must,
-        "A termination receipt only after the end of execution is confirmed.",
-    ),
+    contract("LIFE-RECEIPT-1", Must, "A termination receipt only after the end of execution is confirmed."),
     contract("LIFE-STOP-2", Must, "A failed or unconfirmed stop is an error and never deletes."),
-    contract(
-        "SYNC-ATOMIC-1",
-        Must,
-        "File mappings replace atomically; no world-readable window on the host.",
-    ),
-    contract(
-        "SYNC-FAIL-1",
-        Must,
-        "Sync fails loudly, never widens paths, streams instead of buffering.",
-    ),
-    contract(
-        "SYNC-MIN-1",
-        Must,
-        "Transfers may take max(`minimumTimeoutMs`, configured); invalid minimums get -32602.",
-    ),
-    contract(
-        "ENV-CLEANUP-1",
-        Must,
-        "An uncertain allocation fails the acquire with the creation-cleanup envelope.",
-    ),
-    contract(
-        "ENV-DIAG-1",
-        Should,
-        "An acquisition that ran out of budget attaches a diagnostic with elapsedMs >= budgetMs.",
-    ),
+    contract("SYNC-ATOMIC-1", Must, "File mappings replace atomically; no world-readable window on the host."),
+    contract("SYNC-FAIL-1", Must, "Sync fails loudly, never widens paths, streams instead of buffering."),
+    contract("SYNC-MIN-1", Must, "Transfers may take max(`minimumTimeoutMs`, configured); invalid minimums get -32602."),
+    contract("ENV-CLEANUP-1", Must, "An uncertain allocation fails the acquire with the creation-cleanup envelope."),
+    contract("ENV-DIAG-1", Should, "An acquisition that ran out of budget attaches a diagnostic with elapsedMs >= budgetMs."),
     contract("SECRET-2", Must, "No secret in lease metadata, probe results or any other result."),
-    contract(
-        "TIME-ENFORCE-1",
-        Must,
-        "The provider enforces its own timeouts before the host's timer fires.",
-    ),
-    contract(
-        "RT-PATH-1",
-        Must,
-        "`node` and the agent CLIs resolve on the starting PATH; no profile edits, no nvm.",
-    ),
-    contract(
-        "RT-TOOLS-1",
-        Must,
-        "Without native sync, the sandbox has `base64`, `dd`, `wc`, `mv`, `mkdir`, `rm`.",
-    ),
-    contract(
-        "RT-BWRAP-1",
-        Must,
-        "The advisory bwrap wrapper degrades to the plain command and claims no security.",
-    ),
+    contract("TIME-ENFORCE-1", Must, "The provider enforces its own timeouts before the host's timer fires."),
+    contract("RT-PATH-1", Must, "`node` and the agent CLIs resolve on the starting PATH; no profile edits, no nvm."),
+    contract("RT-TOOLS-1", Must, "Without native sync, the sandbox has `base64`, `dd`, `wc`, `mv`, `mkdir`, `rm`."),
+    contract("RT-BWRAP-1", Must, "The advisory bwrap wrapper degrades to the plain command and claims no security."),
     contract("MAN-VERSION-1", Must, "Adding a driver field bumps the manifest version."),
 ];
 

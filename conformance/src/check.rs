@@ -1,7 +1,6 @@
-//! What a check is: its id, requirement, worker scope, gates and function. Each check group
-//! (a module of [`crate::checks`]) declares its checks as a `GROUP` table of [`Check`]s; the
-//! [`crate::registry`] lists the groups in running order, so a new group is one file plus one
-//! line there.
+//! What a check is: its id, requirement, worker scope, gates and function. The check
+//! functions live in the modules of [`crate::checks`]; [`crate::registry::CHECKS`] lists every
+//! check, one row each, in running order.
 
 use paperclip_sandbox_protocol::capabilities::Capability;
 use paperclip_sandbox_protocol::methods::Method;
@@ -98,7 +97,7 @@ impl Check {
     }
 }
 
-/// A check row, for the `GROUP` tables.
+/// A check row, for [`crate::registry::CHECKS`].
 pub const fn check(
     id: &'static str,
     requirement: &'static str,

@@ -1,13 +1,16 @@
-//! The check registry: every check group in running order, the gates and the printed skip
-//! reasons. Gating comes from here (and from [`crate::hostmodel`]), never from inside a
-//! check. A new group is one module of [`crate::checks`] with a `GROUP` table, plus one line
-//! in [`GROUPS`].
+//! The check registry: every check in running order ([`CHECKS`]), the gates and the printed
+//! skip reasons. Gating comes from here (and from [`crate::hostmodel`]), never from inside a
+//! check. A new check is a function in a module of [`crate::checks`] plus one row in
+//! [`CHECKS`].
 
 use paperclip_sandbox_protocol::methods::Method;
+use paperclip_sandbox_protocol::HostProfile;
 
 use crate::check::{
     check,
-    Scope::{Main, Offline},
+    Need::{Manifest, Oversize},
+    Scope::{Fresh, Main, Offline},
+    EXECUTE_IN_LEASE as LEASE,
 };
 pub use crate::check::{Check, CheckFn, Need, Scope};
 use crate::checks::{
@@ -15,63 +18,93 @@ use crate::checks::{
     shutdown, sync,
 };
 use crate::context::{RunEnv, WorkerFacts};
-use crate::hostmodel::host_makes;
+use crate::hostmodel::{host_makes, HostCall};
 
-/// The run-wide checks: judged last, over every worker of the run.
-pub const RUN_WIDE: &[Check] = &[
-    check(
-        "ledger.clean",
-        "LEDGER-1",
-        "every lease the run created is ended",
-        Main,
-        &[],
-        ledger::clean,
-    ),
-    check(
-        "framing.stdout-purity",
-        "WIRE-STDOUT-1",
-        "only protocol lines on stdout, whole run",
-        Offline,
-        &[],
-        framing::stdout_purity,
-    ),
-    check(
-        "envelopes.allowlisted",
-        "ENV-ALLOW-1",
-        "error.data only allowlisted envelopes, whole run",
-        Offline,
-        &[],
-        envelopes::allowlisted,
-    ),
-    check(
-        "secrets.no-leak",
-        "SECRET-1",
-        "planted secrets never echoed, whole run",
-        Offline,
-        &[],
-        envelopes::no_secret_leak,
-    ),
-];
+const ACQUIRE: Need = Need::Method(Method::EnvironmentAcquireLease);
+const NOVEMBER: Need = Need::Profile(HostProfile::Paperclip2026_11);
 
-/// Every check group, in running order.
-pub const GROUPS: &[&[Check]] = &[
-    manifest::GROUP,
-    lints::GROUP,
-    handshake::GROUP,
-    framing::GROUP,
-    lifecycle::GROUP,
-    execute::GROUP,
-    sync::GROUP,
-    runtime::GROUP,
-    lifecycle::GROUP_END,
-    newer::GROUP,
-    shutdown::GROUP,
-    RUN_WIDE,
+/// Every check, in running order: one row a check, grouped by the module of
+/// [`crate::checks`] that holds its function (`#[rustfmt::skip]` keeps a row on one line).
+#[rustfmt::skip]
+pub const CHECKS: &[Check] = &[
+    // The manifest group.
+    check("manifest.valid", "MAN-1", "manifest valid for the profile", Offline, &[Manifest], manifest::valid),
+    check("manifest.removed-keys", "MAN-REMOVED-1", "no removed capability keys", Offline, &[Manifest], manifest::removed_keys),
+    check("manifest.capabilities-verified", "CAP-VERIFY-1", "declared capabilities are verifiable", Offline, &[Manifest], manifest::capabilities_verified),
+    check("manifest.sync-flags-agree", "SYNC-PAIR-2", "nativeSyncIn and nativeSyncOut agree", Offline, &[Manifest], manifest::sync_flags_agree),
+    // The contract-lint group.
+    check("lint.reuse-lease-offered", "CAP-LINT-1", "config offers reuseLease only with reusableLeases", Offline, &[Manifest], lints::reuse_lease_offered),
+    // The handshake group.
+    check("handshake.initialize", "INIT-1", "initialize answers ok within 15 s", Main, &[], handshake::initialize),
+    check("handshake.supported-methods", "INIT-2", "supportedMethods is an array of strings", Main, &[], handshake::supported_methods),
+    check("handshake.second-initialize", "INIT-3", "a second initialize errors", Main, &[], handshake::second_initialize),
+    check("handshake.advertised-implemented", "CAP-HONEST-1", "advertised methods are implemented", Main, &[], handshake::advertised_implemented),
+    check("handshake.unadvertised-not-implemented", "CAP-HONEST-2", "unadvertised methods answer -32004", Main, &[], handshake::unadvertised_not_implemented),
+    check("handshake.sync-pair", "SYNC-PAIR-1", "sync verbs advertised both or neither", Main, &[], handshake::sync_pair),
+    // The framing group (on the main worker; `framing.stdout-purity` runs with the run-wide
+    // checks).
+    check("framing.blank-and-crlf", "WIRE-NDJSON-1", "blank lines and CRLF tolerated", Main, &[], framing::blank_and_crlf),
+    check("framing.parse-error", "WIRE-PARSE-1", "invalid JSON answered -32700 with id null", Main, &[], framing::parse_error),
+    check("framing.parse-error-exact", "WIRE-PARSE-2", "parse-error answer as the published SDK's", Main, &[], framing::parse_error_exact),
+    check("framing.invalid-request", "WIRE-INVALID-1", "id-null request not answered with success", Main, &[], framing::invalid_request),
+    check("framing.id-echo", "WIRE-ID-1", "ids echoed with exact JSON type", Main, &[], framing::id_echo),
+    check("framing.method-not-found", "WIRE-METHOD-1", "unknown method answered -32601", Main, &[], framing::method_not_found),
+    check("framing.not-implemented", "WIRE-METHOD-2", "known unimplemented method answered -32004", Main, &[], framing::not_implemented),
+    check("framing.oversize", "WIRE-FRAME-1", "worker survives an oversize frame", Main, &[Oversize], framing::oversize),
+    check("framing.void-result-null", "WIRE-VOID-1", "void answer carries result: null", Fresh, &[], framing::void_result_null),
+    // The lifecycle group that opens a lease (validate, probe, acquire, remote cwd, realize).
+    check("lifecycle.validate-config", "LIFE-VALIDATE-1", "validateConfig accepts the config", Main, &[Need::Method(Method::EnvironmentValidateConfig)], lifecycle::validate_config),
+    check("lifecycle.probe", "LIFE-PROBE-1", "probe answers {ok, summary?, diagnostics?}", Main, &[Need::Method(Method::EnvironmentProbe)], lifecycle::probe),
+    check("lifecycle.acquire", "LIFE-ACQUIRE-1", "acquire answers a lease", Main, &[ACQUIRE], lifecycle::acquire),
+    check("lifecycle.remote-cwd", "LIFE-CWD-1", "the lease names metadata.remoteCwd", Main, &[ACQUIRE, Need::Lease], lifecycle::remote_cwd),
+    check("lifecycle.realize", "LIFE-REALIZE-1", "realize answers {cwd?, metadata?}", Main, &[ACQUIRE, Need::Method(Method::EnvironmentRealizeWorkspace), Need::Lease], lifecycle::realize),
+    // The execute group.
+    check("execute.exit-code", "EXEC-1", "exit code reported", Main, LEASE, execute::exit_code),
+    check("execute.output", "EXEC-2", "stdout and stderr returned", Main, LEASE, execute::output),
+    check("execute.stdin", "EXEC-3", "stdin fed, also as the host's base64 upload", Main, LEASE, execute::stdin),
+    check("execute.env", "EXEC-4", "env passed to the command", Main, LEASE, execute::env),
+    check("execute.cwd", "EXEC-5", "runs in the host's cwd (remoteCwd, else /tmp)", Main, LEASE, execute::cwd),
+    check("execute.timeout", "EXEC-6", "timeoutMs stops the command (checked after)", Main, LEASE, execute::timeout),
+    check("execute.large-output", "EXEC-OUT-1", "the host's 4 MiB base64 download is byte-exact", Main, LEASE, execute::large_output),
+    check("execute.incremental-output", "EXEC-STREAM-1", "execute.log streams in order before the answer", Main, &[Need::Method(Method::EnvironmentAcquireLease), Need::Method(Method::EnvironmentExecute), Need::Host(HostCall::StreamedOutput), Need::Lease], execute::incremental_output),
+    check("execute.control-commands", "EXEC-CTRL-1", "a control command answers beside a long one", Main, &[Need::Method(Method::EnvironmentAcquireLease), Need::Host(HostCall::ControlCommands), Need::Lease], execute::control_commands),
+    check("execute.session-commands", "EXEC-SESSION-1", "session commands (bypassSession: false) run", Main, &[Need::Method(Method::EnvironmentAcquireLease), Need::Host(HostCall::SessionCommands), Need::Lease], execute::session_commands),
+    // The native sync group.
+    check("sync.round-trip", "SYNC-1", "syncIn then syncOut keep bytes, modes, excludes, order", Main, &[Need::Method(Method::EnvironmentAcquireLease), Need::Host(HostCall::NativeSync), Need::Lease], sync::round_trip),
+    // The runtime-requirements group.
+    check("runtime.posix-shell", "RT-SHELL-1", "sh -c runs POSIX shell", Main, LEASE, runtime::posix_shell),
+    check("runtime.tar", "RT-SHELL-1", "a tar round trip works", Main, LEASE, runtime::tar),
+    check("runtime.writable-dirs", "RT-SHELL-1", "workspace, home, cache, tmp writable", Main, LEASE, runtime::writable_dirs),
+    check("runtime.node", "RT-NODE-1", "node is on the PATH", Main, LEASE, runtime::node),
+    check("runtime.required-clis", "RT-CLI-1", "every --require-cli CLI is on the PATH", Main, &[Need::Method(Method::EnvironmentAcquireLease), Need::Method(Method::EnvironmentExecute), Need::RequiredClis, Need::Lease], runtime::required_clis),
+    check("runtime.no-login-profile", "RT-PROFILE-1", "no profile or rc file written", Main, LEASE, runtime::no_login_profile),
+    // The lifecycle group that ends leases (release, resume, destroy, stop).
+    check("lifecycle.release", "LIFE-RELEASE-1", "release answers null or a receipt naming the lease", Main, &[ACQUIRE, Need::Method(Method::EnvironmentReleaseLease), Need::Lease], lifecycle::release),
+    check("lifecycle.resume-live", "LIFE-RESUME-1", "resume of a live lease returns it", Main, &[ACQUIRE, Need::Host(HostCall::Resume), Need::Lease], lifecycle::resume_live),
+    check("lifecycle.resume-destroyed", "LIFE-RESUME-2", "resume of a destroyed lease returns providerLeaseId null", Main, &[ACQUIRE, Need::Host(HostCall::Resume), Need::Method(Method::EnvironmentDestroyLease), Need::Lease], lifecycle::resume_destroyed),
+    check("lifecycle.destroy-idempotent", "LIFE-DESTROY-1", "destroy twice succeeds", Main, &[ACQUIRE, Need::Method(Method::EnvironmentDestroyLease), Need::Lease], lifecycle::destroy_idempotent),
+    check("lifecycle.stop-keeps-files", "LIFE-STOP-1", "stop answers a stopped receipt and keeps files", Main, &[ACQUIRE, Need::Host(HostCall::Stop), Need::Lease], lifecycle::stop_keeps_files),
+    // The checks of the newest upstream methods, each gated by what the worker advertises and what
+    // the host would call.
+    check("newer.not-implemented", "WIRE-METHOD-2", "environmentTask, routeAiConnection, loginPtyOpen, duplexChannelOpen: -32004 unless advertised", Main, &[NOVEMBER], newer::not_implemented),
+    check("newer.idle-seal", "IDLE-SEAL-1", "prepareIdleSleep none seals until the owner releases; a stale release does not", Fresh, &[NOVEMBER, Need::Method(Method::PrepareIdleSleep)], newer::seal),
+    check("newer.idle-busy", "IDLE-BUSY-1", "no idle sleep while a command runs", Main, &[NOVEMBER, Need::Method(Method::PrepareIdleSleep), ACQUIRE, Need::Method(Method::EnvironmentExecute), Need::Lease], newer::busy),
+    check("newer.task-pairing", "TASK-PAIR-1", "environmentTask refuses a foreign operation and answers status with status", Main, &[NOVEMBER, Need::Method(Method::EnvironmentTask)], newer::pairing),
+    check("newer.duplex-roundtrip", "DUPLEX-1", "duplex channel: open, data, exit, close", Main, &[ACQUIRE, Need::Method(Method::DuplexChannelOpen), Need::Method(Method::DuplexChannelWrite), Need::Method(Method::DuplexChannelClose), Need::Host(HostCall::Duplex), Need::Lease], newer::duplex),
+    // The shutdown group.
+    check("shutdown.on-request", "SHUT-1", "exit within 10 s of shutdown", Fresh, &[], shutdown::on_request),
+    check("shutdown.on-stdin-eof", "SHUT-2", "exit on stdin EOF", Fresh, &[], shutdown::on_stdin_eof),
+    check("shutdown.no-orphans", "SHUT-3", "nothing the worker started survives it", Fresh, &[], shutdown::no_orphans),
+    // The run-wide checks: judged last, over every worker of the run.
+    check("ledger.clean", "LEDGER-1", "every lease the run created is ended", Main, &[], ledger::clean),
+    check("framing.stdout-purity", "WIRE-STDOUT-1", "only protocol lines on stdout, whole run", Offline, &[], framing::stdout_purity),
+    check("envelopes.allowlisted", "ENV-ALLOW-1", "error.data only allowlisted envelopes, whole run", Offline, &[], envelopes::allowlisted),
+    check("secrets.no-leak", "SECRET-1", "planted secrets never echoed, whole run", Offline, &[], envelopes::no_secret_leak),
 ];
 
 /// Every check, in running order.
 pub fn all() -> impl Iterator<Item = &'static Check> {
-    GROUPS.iter().flat_map(|g| g.iter())
+    CHECKS.iter()
 }
 
 /// The check with this id.

@@ -8,7 +8,7 @@ mod support;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use paperclip_sandbox_protocol::manifest::validate;
+use paperclip_sandbox_protocol::manifest::{code, validate};
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Map, Value};
 
@@ -140,62 +140,44 @@ const CONFIG_SCHEMAS: &[&str] = &[
     r#"{"__proto__":1,"properties":{}}"#,
     r#"{"0":1}"#,
 ];
-const CAP_KEYS: &[&str] = &[
-    "reusableLeases",
-    "nativeSyncIn",
-    "nativeSyncOut",
-    "persistentProcessSessions",
-    "independentControlCommands",
-    "incrementalSessionOutput",
-    "concurrentSyncOperations",
-    "duplexCommandStream",
-    "runnerWebSocketIngress",
-    "concurrentSyncAndExec",
-    "fooBar",
-    "__proto__",
-    "7",
-];
-const DRIVER_FIELDS: &[&str] = &[
-    "driverKey",
-    "kind",
-    "displayName",
-    "description",
-    "supportsReusableLeases",
-    "sandboxCapabilities",
-    "supportsInteractiveSetup",
-    "interactiveSetupConnectionTypes",
-    "supportsTemplateCapture",
-    "templateRefKind",
-    "templateConfigBinding",
-    "templateIdentityPaths",
-    "supportsTemplateDelete",
-    "supportsLoginPty",
-    "supportsSetupTokenLogin",
-    "configSchema",
-    "defaultAcquireTimeoutMs",
-    "creationOperationVersion",
-    "supportsLoginPTY",
-];
-const TOP_FIELDS: &[&str] = &[
-    "id",
-    "apiVersion",
-    "version",
-    "displayName",
-    "description",
-    "author",
-    "categories",
-    "minimumHostVersion",
-    "minimumPaperclipVersion",
-    "capabilities",
-    "entrypoints",
-    "instanceConfigSchema",
-    "jobs",
-    "webhooks",
-    "tools",
-    "environmentDrivers",
-    "somethingNew",
-    "__proto__",
-];
+/// The keys the mutations pick from: the published schema's own (`validate.mjs --keys`, so
+/// that this test copies none of them) plus keys it does not know. Top-level sections whose
+/// contents our validator leaves to the host (it warns `not_checked` about them) are left out:
+/// their inner shapes would disagree by design.
+struct Keys {
+    top: Vec<String>,
+    driver: Vec<String>,
+    caps: Vec<String>,
+}
+
+impl Keys {
+    fn published(dir: &Path, base: &Value) -> Keys {
+        let keys = support::published_keys(dir);
+        let checked = |key: &str| {
+            let mut m = base.clone();
+            m[key] = json!([]);
+            let report = validate(&m, HostProfile::Paperclip2026_09);
+            !report.warnings.iter().any(|w| w.code == code::NOT_CHECKED && w.path == key)
+        };
+        let with = |list: &str, extra: &[&str]| -> Vec<String> {
+            let published = keys[list].as_array().expect("a key list");
+            assert!(!published.is_empty(), "the published schema names {list} keys");
+            let names = published.iter().map(|k| k.as_str().expect("a key").to_owned());
+            names.chain(extra.iter().map(|k| (*k).to_owned())).collect()
+        };
+        let mut top = with("top", &["somethingNew", "__proto__"]);
+        top.retain(|k| checked(k));
+        Keys {
+            top,
+            // The newer contracts' fields and a near-miss alias.
+            driver: with(
+                "driver",
+                &["defaultAcquireTimeoutMs", "creationOperationVersion", "supportsLoginPTY"],
+            ),
+            caps: with("capabilities", &["concurrentSyncAndExec", "fooBar", "__proto__", "7"]),
+        }
+    }
+}
 
 fn obj(m: &mut Value) -> &mut Map<String, Value> {
     m.as_object_mut().unwrap()
@@ -230,13 +212,13 @@ fn binding(rng: &mut Rng) -> Value {
     }
 }
 
-fn mutate(m: &mut Value, rng: &mut Rng) {
+fn mutate(m: &mut Value, rng: &mut Rng, keys: &Keys) {
     match rng.below(20) {
         0 => {
-            obj(m).shift_remove(*rng.pick(TOP_FIELDS));
+            obj(m).shift_remove(rng.pick(&keys.top).as_str());
         }
         1 => {
-            obj(m).insert((*rng.pick(TOP_FIELDS)).into(), garbage(rng, 3));
+            obj(m).insert(rng.pick(&keys.top).clone(), garbage(rng, 3));
         }
         2 => {
             let (key, max) =
@@ -290,12 +272,12 @@ fn mutate(m: &mut Value, rng: &mut Rng) {
         }
         9 => {
             if let Some(d) = driver_mut(m, rng) {
-                d.shift_remove(*rng.pick(DRIVER_FIELDS));
+                d.shift_remove(rng.pick(&keys.driver).as_str());
             }
         }
         10 => {
             if let Some(d) = driver_mut(m, rng) {
-                d.insert((*rng.pick(DRIVER_FIELDS)).into(), garbage(rng, 3));
+                d.insert(rng.pick(&keys.driver).clone(), garbage(rng, 3));
             }
         }
         11 => {
@@ -303,7 +285,7 @@ fn mutate(m: &mut Value, rng: &mut Rng) {
                 let mut caps = Map::new();
                 for _ in 0..rng.below(4) {
                     let v = if rng.chance(85) { json!(rng.chance(50)) } else { garbage(rng, 1) };
-                    caps.insert((*rng.pick(CAP_KEYS)).into(), v);
+                    caps.insert(rng.pick(&keys.caps).clone(), v);
                 }
                 d.insert("sandboxCapabilities".into(), Value::Object(caps));
             }
@@ -438,6 +420,7 @@ fn our_validator_agrees_with_the_published_host_validator() {
         serde_json::from_str(include_str!("../../protocol/tests/vectors/manifest-validation.json"))
             .unwrap();
     let base = vectors["baseManifest"].clone();
+    let keys = Keys::published(&dir, &base);
     let mut manifests = Vec::new();
     for case in vectors["cases"].as_array().unwrap() {
         let mut m = base.clone();
@@ -448,7 +431,7 @@ fn our_validator_agrees_with_the_published_host_validator() {
     for _ in 0..VARIANTS {
         let mut m = base.clone();
         for _ in 0..1 + rng.below(3) {
-            mutate(&mut m, &mut rng);
+            mutate(&mut m, &mut rng, &keys);
         }
         manifests.push(m);
     }

@@ -280,17 +280,22 @@ mod tests {
         assert!(gate.admit().is_ok(), "none of these sealed the worker");
     }
 
-    #[tokio::test]
-    async fn only_the_owner_releases_and_a_repeat_is_answered_from_the_hold() {
-        let gate = Arc::new(IdleGate::default());
-        let lease = hold("owner");
+    /// Seals `gate` for `lease` with a hook answering `none`; the signal the hook was given.
+    async fn seal(gate: &Arc<IdleGate>, lease: &PrepareIdleSleepParams) -> CancellationToken {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let keep = |signal: CancellationToken| async move {
             let _ = tx.send(signal);
             Verdict::Ok(BackgroundWork::None)
         };
-        assert_eq!(gate.prepare(&lease, Some(keep)).await, BackgroundWork::None);
-        let signal = rx.await.unwrap();
+        assert_eq!(gate.prepare(lease, Some(keep)).await, BackgroundWork::None);
+        rx.await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn only_the_owner_releases_and_a_repeat_is_answered_from_the_hold() {
+        let gate = Arc::new(IdleGate::default());
+        let lease = hold("owner");
+        let signal = seal(&gate, &lease).await;
         gate.release("stale-owner");
         assert!(!signal.is_cancelled() && gate.is_sealed());
         assert_eq!(gate.prepare(&lease, Some(none)).await, BackgroundWork::None);
@@ -304,13 +309,7 @@ mod tests {
     async fn the_hold_expires_on_its_own() {
         let gate = Arc::new(IdleGate::default());
         let lease = PrepareIdleSleepParams::new("o", now_ms() + 200);
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let keep = |signal: CancellationToken| async move {
-            let _ = tx.send(signal);
-            Verdict::Ok(BackgroundWork::None)
-        };
-        assert_eq!(gate.prepare(&lease, Some(keep)).await, BackgroundWork::None);
-        let signal = rx.await.unwrap();
+        let signal = seal(&gate, &lease).await;
         tokio::time::sleep(Duration::from_millis(250)).await;
         signal.cancelled().await;
         // The timer ended it (wall-clock expiry is also checked on every admission).

@@ -408,194 +408,47 @@ mod tests {
 
     /// A provider writing every hook: what `#[provider]` generates for it must be the SDK's
     /// hook table, which must cover every environment method of the registry whose schema is
-    /// published, plus the handshake methods.
+    /// published, plus the handshake methods. One hook a line (`#[rustfmt::skip]`), as a table.
     struct All;
 
     #[crate::provider(crate = crate)]
+    #[rustfmt::skip]
     impl SandboxProvider for All {
         type Config = JsonObject;
 
-        async fn initialize(&self, _: InitializeParams, _: Context) -> HookResult<()> {
-            Ok(())
-        }
-        async fn config_changed(&self, _: ConfigChangedParams, _: Context) -> HookResult<()> {
-            Ok(())
-        }
-        async fn health(&self, _: HealthParams, _: Context) -> HookResult<HealthResult> {
-            Ok(HealthResult::default())
-        }
-        async fn shutdown(&self, _: ShutdownParams, _: Context) -> HookResult<()> {
-            Ok(())
-        }
+        async fn initialize(&self, _: InitializeParams, _: Context) -> HookResult<()> { Ok(()) }
+        async fn config_changed(&self, _: ConfigChangedParams, _: Context) -> HookResult<()> { Ok(()) }
+        async fn health(&self, _: HealthParams, _: Context) -> HookResult<HealthResult> { Ok(HealthResult::default()) }
+        async fn shutdown(&self, _: ShutdownParams, _: Context) -> HookResult<()> { Ok(()) }
         async fn on_event(&self, _: Value, _: Context) {}
-        async fn validate_config(
-            &self,
-            _: ValidateConfigParams,
-            _: Context,
-        ) -> HookResult<ValidateConfigResult> {
-            Ok(ValidateConfigResult::valid())
-        }
-        async fn probe(&self, _: ProbeParams, _: Context) -> HookResult<ProbeResult> {
-            Ok(ProbeResult::new(true))
-        }
-        async fn acquire_lease(
-            &self,
-            _: AcquireLeaseParams,
-            _: Context,
-        ) -> HookResult<AcquireLeaseResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn resume_lease(
-            &self,
-            _: ResumeLeaseParams,
-            _: Context,
-        ) -> HookResult<ResumeLeaseResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn release_lease(
-            &self,
-            _: ReleaseLeaseParams,
-            _: Context,
-        ) -> HookResult<ReleaseLeaseResult> {
-            Ok(Released::done())
-        }
-        async fn destroy_lease(
-            &self,
-            _: DestroyLeaseParams,
-            _: Context,
-        ) -> HookResult<DestroyLeaseResult> {
-            Ok(Released::done())
-        }
-        async fn stop_lease(&self, _: StopLeaseParams, _: Context) -> HookResult<StopLeaseResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn realize_workspace(
-            &self,
-            _: RealizeWorkspaceParams,
-            _: Context,
-        ) -> HookResult<RealizeWorkspaceResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn execute(&self, _: ExecuteParams, _: Context) -> HookResult<ExecuteResult> {
-            Ok(ExecuteResult::exited(0))
-        }
-        async fn sync_in(&self, _: SyncInParams, _: Context) -> HookResult<SyncResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn sync_out(&self, _: SyncOutParams, _: Context) -> HookResult<SyncResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn runner_ingress_endpoint(
-            &self,
-            _: RunnerIngressEndpointParams,
-            _: Context,
-        ) -> HookResult<RunnerIngressEndpointResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn start_interactive_setup(
-            &self,
-            _: StartInteractiveSetupParams,
-            _: Context,
-        ) -> HookResult<StartInteractiveSetupResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn get_interactive_setup(
-            &self,
-            _: GetInteractiveSetupParams,
-            _: Context,
-        ) -> HookResult<GetInteractiveSetupResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn cancel_interactive_setup(
-            &self,
-            _: CancelInteractiveSetupParams,
-            _: Context,
-        ) -> HookResult<CancelInteractiveSetupResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn capture_template(
-            &self,
-            _: CaptureTemplateParams,
-            _: Context,
-        ) -> HookResult<CaptureTemplateResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn delete_template(
-            &self,
-            _: DeleteTemplateParams,
-            _: Context,
-        ) -> HookResult<DeleteTemplateResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn idle_drain(
-            &self,
-            _: PrepareIdleSleepParams,
-            _: Context,
-        ) -> HookResult<BackgroundWork> {
-            Ok(BackgroundWork::None)
-        }
-        async fn route_ai_connection(
-            &self,
-            _: RouteAiConnectionParams,
-            _: Context,
-        ) -> HookResult<RouteAiConnectionResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn environment_task(
-            &self,
-            _: EnvironmentTaskParams,
-            _: Context,
-        ) -> HookResult<TaskResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn login_pty_open(
-            &self,
-            _: LoginPtyOpenParams,
-            _: Context,
-        ) -> HookResult<LoginPtyOpenResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn login_pty_input(&self, _: LoginPtyInputParams, _: Context) -> HookResult<()> {
-            Ok(())
-        }
-        async fn login_pty_stop(&self, _: LoginPtyStopParams, _: Context) -> HookResult<()> {
-            Ok(())
-        }
-        async fn login_pty_close(
-            &self,
-            p: LoginPtyCloseParams,
-            _: Context,
-        ) -> HookResult<LoginPtyCloseResult> {
-            Ok(LoginPtyCloseResult::new(p.host_route_id))
-        }
-        async fn duplex_channel_open(
-            &self,
-            _: DuplexChannelOpenParams,
-            _: Context,
-        ) -> HookResult<DuplexChannelOpenResult> {
-            Err(ProviderError::worker("x"))
-        }
-        async fn duplex_channel_write(
-            &self,
-            _: DuplexChannelWriteParams,
-            _: Context,
-        ) -> HookResult<()> {
-            Ok(())
-        }
-        async fn duplex_channel_stop(
-            &self,
-            _: DuplexChannelStopParams,
-            _: Context,
-        ) -> HookResult<()> {
-            Ok(())
-        }
-        async fn duplex_channel_close(
-            &self,
-            p: DuplexChannelCloseParams,
-            _: Context,
-        ) -> HookResult<DuplexChannelCloseResult> {
-            Ok(DuplexChannelCloseResult::new(p.host_route_id, None))
-        }
+        async fn validate_config(&self, _: ValidateConfigParams, _: Context) -> HookResult<ValidateConfigResult> { Ok(ValidateConfigResult::valid()) }
+        async fn probe(&self, _: ProbeParams, _: Context) -> HookResult<ProbeResult> { Ok(ProbeResult::new(true)) }
+        async fn acquire_lease(&self, _: AcquireLeaseParams, _: Context) -> HookResult<AcquireLeaseResult> { Err(ProviderError::worker("x")) }
+        async fn resume_lease(&self, _: ResumeLeaseParams, _: Context) -> HookResult<ResumeLeaseResult> { Err(ProviderError::worker("x")) }
+        async fn release_lease(&self, _: ReleaseLeaseParams, _: Context) -> HookResult<ReleaseLeaseResult> { Ok(Released::done()) }
+        async fn destroy_lease(&self, _: DestroyLeaseParams, _: Context) -> HookResult<DestroyLeaseResult> { Ok(Released::done()) }
+        async fn stop_lease(&self, _: StopLeaseParams, _: Context) -> HookResult<StopLeaseResult> { Err(ProviderError::worker("x")) }
+        async fn realize_workspace(&self, _: RealizeWorkspaceParams, _: Context) -> HookResult<RealizeWorkspaceResult> { Err(ProviderError::worker("x")) }
+        async fn execute(&self, _: ExecuteParams, _: Context) -> HookResult<ExecuteResult> { Ok(ExecuteResult::exited(0)) }
+        async fn sync_in(&self, _: SyncInParams, _: Context) -> HookResult<SyncResult> { Err(ProviderError::worker("x")) }
+        async fn sync_out(&self, _: SyncOutParams, _: Context) -> HookResult<SyncResult> { Err(ProviderError::worker("x")) }
+        async fn runner_ingress_endpoint(&self, _: RunnerIngressEndpointParams, _: Context) -> HookResult<RunnerIngressEndpointResult> { Err(ProviderError::worker("x")) }
+        async fn start_interactive_setup(&self, _: StartInteractiveSetupParams, _: Context) -> HookResult<StartInteractiveSetupResult> { Err(ProviderError::worker("x")) }
+        async fn get_interactive_setup(&self, _: GetInteractiveSetupParams, _: Context) -> HookResult<GetInteractiveSetupResult> { Err(ProviderError::worker("x")) }
+        async fn cancel_interactive_setup(&self, _: CancelInteractiveSetupParams, _: Context) -> HookResult<CancelInteractiveSetupResult> { Err(ProviderError::worker("x")) }
+        async fn capture_template(&self, _: CaptureTemplateParams, _: Context) -> HookResult<CaptureTemplateResult> { Err(ProviderError::worker("x")) }
+        async fn delete_template(&self, _: DeleteTemplateParams, _: Context) -> HookResult<DeleteTemplateResult> { Err(ProviderError::worker("x")) }
+        async fn idle_drain(&self, _: PrepareIdleSleepParams, _: Context) -> HookResult<BackgroundWork> { Ok(BackgroundWork::None) }
+        async fn route_ai_connection(&self, _: RouteAiConnectionParams, _: Context) -> HookResult<RouteAiConnectionResult> { Err(ProviderError::worker("x")) }
+        async fn environment_task(&self, _: EnvironmentTaskParams, _: Context) -> HookResult<TaskResult> { Err(ProviderError::worker("x")) }
+        async fn login_pty_open(&self, _: LoginPtyOpenParams, _: Context) -> HookResult<LoginPtyOpenResult> { Err(ProviderError::worker("x")) }
+        async fn login_pty_input(&self, _: LoginPtyInputParams, _: Context) -> HookResult<()> { Ok(()) }
+        async fn login_pty_stop(&self, _: LoginPtyStopParams, _: Context) -> HookResult<()> { Ok(()) }
+        async fn login_pty_close(&self, p: LoginPtyCloseParams, _: Context) -> HookResult<LoginPtyCloseResult> { Ok(LoginPtyCloseResult::new(p.host_route_id)) }
+        async fn duplex_channel_open(&self, _: DuplexChannelOpenParams, _: Context) -> HookResult<DuplexChannelOpenResult> { Err(ProviderError::worker("x")) }
+        async fn duplex_channel_write(&self, _: DuplexChannelWriteParams, _: Context) -> HookResult<()> { Ok(()) }
+        async fn duplex_channel_stop(&self, _: DuplexChannelStopParams, _: Context) -> HookResult<()> { Ok(()) }
+        async fn duplex_channel_close(&self, p: DuplexChannelCloseParams, _: Context) -> HookResult<DuplexChannelCloseResult> { Ok(DuplexChannelCloseResult::new(p.host_route_id, None)) }
     }
 
     #[test]

@@ -27,112 +27,131 @@ use paperclip_sandbox_protocol::methods::{
 use crate::context::Context;
 use crate::runtime::peer::Peer;
 
-fn send<N: RpcNotification>(peer: &Peer, params: &N::Params) {
-    match serde_json::to_value(params) {
-        Ok(v) => peer.notify(N::NAME, Some(v), None),
-        Err(e) => tracing::error!(method = N::NAME, error = %e, "notification not sent"),
-    }
-}
-
-/// Sends the output and the exit of one login terminal (`loginPty.output`, `loginPty.exit`).
+/// What both senders share: the peer, the stream's two ids and whether the exit was sent.
 #[derive(Clone)]
-pub struct LoginPtySender {
+struct Stream {
     peer: Arc<Peer>,
     host_route_id: Arc<str>,
     worker_session_id: Arc<str>,
     exited: Arc<AtomicBool>,
 }
 
-impl fmt::Debug for LoginPtySender {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LoginPtySender")
-            .field("host_route_id", &self.host_route_id)
-            .field("worker_session_id", &self.worker_session_id)
-            .finish_non_exhaustive()
+impl Stream {
+    fn new(cx: &Context, host_route_id: String, worker_session_id: String) -> Stream {
+        Stream {
+            peer: cx.peer().clone(),
+            host_route_id: host_route_id.into(),
+            worker_session_id: worker_session_id.into(),
+            exited: Arc::default(),
+        }
     }
+
+    /// Sends an output notification, waiting while the output queue is full; an empty chunk
+    /// is not sent.
+    async fn output<N: RpcNotification>(
+        &self,
+        empty: bool,
+        params: impl FnOnce(&str, &str) -> N::Params,
+    ) {
+        if empty {
+            return;
+        }
+        self.peer.sink().wait_for_room().await;
+        self.send::<N>(params);
+    }
+
+    /// Sends the exit notification; only the first exit sends.
+    fn exit<N: RpcNotification>(&self, params: impl FnOnce(&str, &str) -> N::Params) {
+        if !self.exited.swap(true, Ordering::SeqCst) {
+            self.send::<N>(params);
+        }
+    }
+
+    fn send<N: RpcNotification>(&self, params: impl FnOnce(&str, &str) -> N::Params) {
+        let params = params(&self.host_route_id, &self.worker_session_id);
+        match serde_json::to_value(&params) {
+            Ok(v) => self.peer.notify(N::NAME, Some(v), None),
+            Err(e) => tracing::error!(method = N::NAME, error = %e, "notification not sent"),
+        }
+    }
+}
+
+/// Declares a sender over a [`Stream`]: the type and its `Debug` (the two ids).
+macro_rules! sender {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name {
+            stream: Stream,
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("host_route_id", &self.stream.host_route_id)
+                    .field("worker_session_id", &self.stream.worker_session_id)
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+sender! {
+    /// Sends the output and the exit of one login terminal (`loginPty.output`,
+    /// `loginPty.exit`).
+    LoginPtySender
+}
+
+sender! {
+    /// Sends the output and the exit of one duplex channel (`duplexChannel.data`,
+    /// `duplexChannel.exit`).
+    DuplexSender
 }
 
 impl LoginPtySender {
     /// The route this sender reports to.
     pub fn host_route_id(&self) -> &str {
-        &self.host_route_id
+        &self.stream.host_route_id
     }
 
     /// The session id this sender binds its output to.
     pub fn worker_session_id(&self) -> &str {
-        &self.worker_session_id
+        &self.stream.worker_session_id
     }
 
     /// Sends one chunk of terminal output; an empty chunk is not sent. Waits while the
     /// output queue is full.
     pub async fn output(&self, chunk: &str) {
-        if chunk.is_empty() {
-            return;
-        }
-        self.peer.sink().wait_for_room().await;
-        send::<methods::LoginPtyOutput>(
-            &self.peer,
-            &LoginPtyOutputParams::new(&*self.host_route_id, &*self.worker_session_id, chunk),
-        );
+        let params = |route: &str, session: &str| LoginPtyOutputParams::new(route, session, chunk);
+        self.stream.output::<methods::LoginPtyOutput>(chunk.is_empty(), params).await;
     }
 
     /// Sends the terminal's exit (`None`: ended without a code). Only the first call sends.
     pub fn exit(&self, exit_code: Option<i32>) {
-        if self.exited.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        send::<methods::LoginPtyExit>(
-            &self.peer,
-            &LoginPtyExitParams::new(&*self.host_route_id, &*self.worker_session_id, exit_code),
-        );
-    }
-}
-
-/// Sends the output and the exit of one duplex channel (`duplexChannel.data`,
-/// `duplexChannel.exit`).
-#[derive(Clone)]
-pub struct DuplexSender {
-    peer: Arc<Peer>,
-    host_route_id: Arc<str>,
-    worker_session_id: Arc<str>,
-    exited: Arc<AtomicBool>,
-}
-
-impl fmt::Debug for DuplexSender {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DuplexSender")
-            .field("host_route_id", &self.host_route_id)
-            .field("worker_session_id", &self.worker_session_id)
-            .finish_non_exhaustive()
+        self.stream.exit::<methods::LoginPtyExit>(|route, session| {
+            LoginPtyExitParams::new(route, session, exit_code)
+        });
     }
 }
 
 impl DuplexSender {
     /// The route this sender reports to.
     pub fn host_route_id(&self) -> &str {
-        &self.host_route_id
+        &self.stream.host_route_id
     }
 
     /// The session id this sender binds its output to.
     pub fn worker_session_id(&self) -> &str {
-        &self.worker_session_id
+        &self.stream.worker_session_id
     }
 
     /// Sends one chunk of output bytes (as base64); an empty chunk is not sent. Waits while
     /// the output queue is full.
     pub async fn data(&self, chunk: &[u8]) {
-        if chunk.is_empty() {
-            return;
-        }
-        self.peer.sink().wait_for_room().await;
-        send::<methods::DuplexChannelData>(
-            &self.peer,
-            &DuplexChannelDataParams::new(
-                &*self.host_route_id,
-                &*self.worker_session_id,
-                ChannelBytes::from(chunk),
-            ),
-        );
+        let params = |route: &str, session: &str| {
+            DuplexChannelDataParams::new(route, session, ChannelBytes::from(chunk))
+        };
+        self.stream.output::<methods::DuplexChannelData>(chunk.is_empty(), params).await;
     }
 
     /// Sends the command's exit (`None`: ended without a code). Only the first exit (or
@@ -148,18 +167,9 @@ impl DuplexSender {
     }
 
     fn send_exit(&self, exit_code: Option<i32>, transport_closed: bool) {
-        if self.exited.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        send::<methods::DuplexChannelExit>(
-            &self.peer,
-            &DuplexChannelExitParams::new(
-                &*self.host_route_id,
-                &*self.worker_session_id,
-                exit_code,
-                transport_closed,
-            ),
-        );
+        self.stream.exit::<methods::DuplexChannelExit>(|route, session| {
+            DuplexChannelExitParams::new(route, session, exit_code, transport_closed)
+        });
     }
 }
 
@@ -171,12 +181,7 @@ impl Context {
         host_route_id: impl Into<String>,
         worker_session_id: impl Into<String>,
     ) -> LoginPtySender {
-        LoginPtySender {
-            peer: self.peer().clone(),
-            host_route_id: host_route_id.into().into(),
-            worker_session_id: worker_session_id.into().into(),
-            exited: Arc::default(),
-        }
+        LoginPtySender { stream: Stream::new(self, host_route_id.into(), worker_session_id.into()) }
     }
 
     /// A sender for the duplex channel registered under `host_route_id` (the open's id) and
@@ -186,11 +191,6 @@ impl Context {
         host_route_id: impl Into<String>,
         worker_session_id: impl Into<String>,
     ) -> DuplexSender {
-        DuplexSender {
-            peer: self.peer().clone(),
-            host_route_id: host_route_id.into().into(),
-            worker_session_id: worker_session_id.into().into(),
-            exited: Arc::default(),
-        }
+        DuplexSender { stream: Stream::new(self, host_route_id.into(), worker_session_id.into()) }
     }
 }

@@ -35,15 +35,3 @@ pub fn reuse_lease_offered(ctx: &mut Ctx<'_>) -> CheckResult {
         ),
     ))
 }
-
-use crate::check::{check, Check, Need::Manifest, Scope::Offline};
-
-/// The contract-lint group.
-pub const GROUP: &[Check] = &[check(
-    "lint.reuse-lease-offered",
-    "CAP-LINT-1",
-    "config offers reuseLease only with reusableLeases",
-    Offline,
-    &[Manifest],
-    reuse_lease_offered,
-)];

@@ -88,34 +88,3 @@ pub fn sync_flags_agree(ctx: &mut Ctx<'_>) -> CheckResult {
         format!("nativeSyncIn: {a}, nativeSyncOut: {b} (absent counts as true)"),
     ))
 }
-
-use crate::check::{check, Check, Need::Manifest, Scope::Offline};
-
-/// The manifest group.
-pub const GROUP: &[Check] = &[
-    check("manifest.valid", "MAN-1", "manifest valid for the profile", Offline, &[Manifest], valid),
-    check(
-        "manifest.removed-keys",
-        "MAN-REMOVED-1",
-        "no removed capability keys",
-        Offline,
-        &[Manifest],
-        removed_keys,
-    ),
-    check(
-        "manifest.capabilities-verified",
-        "CAP-VERIFY-1",
-        "declared capabilities are verifiable",
-        Offline,
-        &[Manifest],
-        capabilities_verified,
-    ),
-    check(
-        "manifest.sync-flags-agree",
-        "SYNC-PAIR-2",
-        "nativeSyncIn and nativeSyncOut agree",
-        Offline,
-        &[Manifest],
-        sync_flags_agree,
-    ),
-];

@@ -1,5 +1,5 @@
 //! The checks, one module per group. Each check is a plain function over a [`Ctx`]; each
-//! module ends with its `GROUP` table, and the registry decides whether a check runs.
+//! check is one row of [`crate::registry::CHECKS`], and the registry decides whether it runs.
 //!
 //! [`Ctx`]: crate::context::Ctx
 

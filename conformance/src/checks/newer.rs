@@ -3,7 +3,7 @@
 //! operation/result pairing, a duplex channel's open → data → exit → close, and `-32004` for
 //! the known methods a worker does not implement.
 //!
-//! Each check is gated in [`GROUP`] as the host gates its calls: a worker that does not
+//! Each check is gated in [`crate::registry::CHECKS`] as the host gates its calls: a worker that does not
 //! advertise `prepareIdleSleep` is never asked to sleep, and a duplex channel is opened only
 //! when `duplexCommandStream` is effective. Every lease goes through the run's lease ledger,
 //! every command through [`crate::hostmodel::Exec`].
@@ -14,16 +14,10 @@ use paperclip_sandbox_protocol::jsonrpc::{Message, Request};
 use paperclip_sandbox_protocol::methods::{name, ChannelBytes, TaskOperation, TaskResult};
 use serde_json::{json, Value};
 
-use crate::check::{
-    check, Check, Need,
-    Scope::{Fresh, Main},
-};
 use crate::checks::execute;
 use crate::context::{fail, no_problems, CheckResult, Ctx, Finding};
 use crate::host::{clip, Reply, Session};
-use crate::hostmodel::{Exec, HostCall};
-use paperclip_sandbox_protocol::methods::Method;
-use paperclip_sandbox_protocol::HostProfile;
+use crate::hostmodel::Exec;
 
 /// How long the checks wait for a stream's notifications.
 const STREAM_WAIT: Duration = Duration::from_secs(20);
@@ -291,67 +285,6 @@ pub fn not_implemented(ctx: &mut Ctx<'_>) -> CheckResult {
     }
     no_problems(&wrong, "-32004 <method> is not implemented by this plugin")
 }
-
-const ACQUIRE: Need = Need::Method(Method::EnvironmentAcquireLease);
-const NOVEMBER: Need = Need::Profile(HostProfile::Paperclip2026_11);
-
-/// The checks of the newest upstream methods, each gated by what the worker advertises and
-/// what the host would call.
-pub const GROUP: &[Check] = &[
-    check(
-        "newer.not-implemented",
-        "WIRE-METHOD-2",
-        "environmentTask, routeAiConnection, loginPtyOpen, duplexChannelOpen: -32004 unless advertised",
-        Main,
-        &[NOVEMBER],
-        not_implemented,
-    ),
-    check(
-        "newer.idle-seal",
-        "IDLE-SEAL-1",
-        "prepareIdleSleep none seals until the owner releases; a stale release does not",
-        Fresh,
-        &[NOVEMBER, Need::Method(Method::PrepareIdleSleep)],
-        seal,
-    ),
-    check(
-        "newer.idle-busy",
-        "IDLE-BUSY-1",
-        "no idle sleep while a command runs",
-        Main,
-        &[
-            NOVEMBER,
-            Need::Method(Method::PrepareIdleSleep),
-            ACQUIRE,
-            Need::Method(Method::EnvironmentExecute),
-            Need::Lease,
-        ],
-        busy,
-    ),
-    check(
-        "newer.task-pairing",
-        "TASK-PAIR-1",
-        "environmentTask refuses a foreign operation and answers status with status",
-        Main,
-        &[NOVEMBER, Need::Method(Method::EnvironmentTask)],
-        pairing,
-    ),
-    check(
-        "newer.duplex-roundtrip",
-        "DUPLEX-1",
-        "duplex channel: open, data, exit, close",
-        Main,
-        &[
-            ACQUIRE,
-            Need::Method(Method::DuplexChannelOpen),
-            Need::Method(Method::DuplexChannelWrite),
-            Need::Method(Method::DuplexChannelClose),
-            Need::Host(HostCall::Duplex),
-            Need::Lease,
-        ],
-        duplex,
-    ),
-];
 
 #[cfg(test)]
 mod tests {

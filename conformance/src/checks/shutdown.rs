@@ -153,19 +153,3 @@ pub fn no_orphans(ctx: &mut Ctx<'_>) -> CheckResult {
         }
     }
 }
-
-use crate::check::{check, Check, Scope::Fresh};
-
-/// The shutdown group.
-pub const GROUP: &[Check] = &[
-    check("shutdown.on-request", "SHUT-1", "exit within 10 s of shutdown", Fresh, &[], on_request),
-    check("shutdown.on-stdin-eof", "SHUT-2", "exit on stdin EOF", Fresh, &[], on_stdin_eof),
-    check(
-        "shutdown.no-orphans",
-        "SHUT-3",
-        "nothing the worker started survives it",
-        Fresh,
-        &[],
-        no_orphans,
-    ),
-];

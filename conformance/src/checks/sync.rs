@@ -179,17 +179,3 @@ pub fn round_trip(ctx: &mut Ctx<'_>) -> CheckResult {
     }
     no_problems(&wrong, "the files round-trip with their bytes, modes and excludes")
 }
-
-use crate::check::{check, Check, Need, Scope::Main};
-use crate::hostmodel::HostCall;
-use paperclip_sandbox_protocol::methods::Method;
-
-/// The native sync group.
-pub const GROUP: &[Check] = &[check(
-    "sync.round-trip",
-    "SYNC-1",
-    "syncIn then syncOut keep bytes, modes, excludes, order",
-    Main,
-    &[Need::Method(Method::EnvironmentAcquireLease), Need::Host(HostCall::NativeSync), Need::Lease],
-    round_trip,
-)];

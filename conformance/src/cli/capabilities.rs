@@ -22,8 +22,9 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use paperclip_sandbox_protocol::capabilities::resolve::{resolve_input, ResolveInput};
 use paperclip_sandbox_protocol::HostProfile;
+use serde_json::Value;
 
-use super::{fail_usage, read_json_input, ProfileArg, EXIT_OK};
+use super::{fail_usage, on_json_input, ProfileArg, EXIT_OK};
 
 /// `capabilities` subcommands.
 #[derive(Debug, Subcommand)]
@@ -46,13 +47,12 @@ impl CapabilitiesCommand {
     /// Runs the subcommand and returns the process exit code.
     pub fn run(self) -> ExitCode {
         let CapabilitiesCommand::Resolve(args) = self;
-        resolve(args).unwrap_or_else(|code| code)
+        on_json_input(&args.file, |value| resolve(&args, &value))
     }
 }
 
-fn resolve(args: ResolveArgs) -> Result<ExitCode, ExitCode> {
-    let value = read_json_input(&args.file)?;
-    let input = ResolveInput::from_json(&value).map_err(fail_usage)?;
+fn resolve(args: &ResolveArgs, value: &Value) -> Result<ExitCode, ExitCode> {
+    let input = ResolveInput::from_json(value).map_err(fail_usage)?;
     let effective = resolve_input(HostProfile::from(args.profile), &input);
     println!("{}", effective.to_json());
     Ok(ExitCode::from(EXIT_OK))

@@ -8,7 +8,7 @@ use paperclip_sandbox_protocol::manifest::{validate, Issue, ValidationReport};
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Value};
 
-use super::{read_json_input, ProfileArg, EXIT_FAILED, EXIT_OK};
+use super::{on_json_input, ProfileArg, EXIT_FAILED, EXIT_OK};
 
 /// `manifest` subcommands.
 #[derive(Debug, Subcommand)]
@@ -43,14 +43,13 @@ impl ManifestCommand {
     /// Runs the subcommand and returns the process exit code.
     pub fn run(self) -> ExitCode {
         let ManifestCommand::Check(args) = self;
-        check(args).unwrap_or_else(|code| code)
+        on_json_input(&args.file, |value| check(&args, &value))
     }
 }
 
-fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
-    let value = read_json_input(&args.file)?;
+fn check(args: &CheckArgs, value: &Value) -> Result<ExitCode, ExitCode> {
     let profile = HostProfile::from(args.profile);
-    let report = validate(&value, profile);
+    let report = validate(value, profile);
     match args.format {
         Format::Json => println!("{}", json_report(&report, profile)),
         Format::Human => print_human(&report, profile),

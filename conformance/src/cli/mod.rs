@@ -48,6 +48,15 @@ impl From<ProfileArg> for HostProfile {
     }
 }
 
+/// Runs `command` on the JSON read from `file` (`-`: stdin) and returns its exit code; input
+/// that cannot be read or is not JSON exits 2 with one line.
+pub fn on_json_input(
+    file: &Path,
+    command: impl FnOnce(Value) -> Result<ExitCode, ExitCode>,
+) -> ExitCode {
+    read_json_input(file).and_then(command).unwrap_or_else(|code| code)
+}
+
 /// Reads a JSON document from a file, or from stdin when the path is `-`. On failure prints one
 /// `error: …` line and returns the exit code 2 to end with.
 pub fn read_json_input(file: &Path) -> Result<Value, ExitCode> {

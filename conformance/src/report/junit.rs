@@ -85,23 +85,17 @@ pub fn render(report: &RunReport) -> String {
             c.expected.as_deref().unwrap_or("-"),
             c.actual.as_deref().unwrap_or("-")
         );
+        let (what, detail) = (escape(&what), escape(&detail));
         match c.status {
             Status::Pass => {}
             Status::Fail if c.level == Level::Should => {
                 let _ = write!(
                     out,
-                    "<properties><property name=\"should-failure\" value=\"{}\"/></properties><system-out>SHOULD failure (does not fail the run): {}</system-out>",
-                    escape(&what),
-                    escape(&detail)
+                    "<properties><property name=\"should-failure\" value=\"{what}\"/></properties><system-out>SHOULD failure (does not fail the run): {detail}</system-out>",
                 );
             }
             Status::Fail | Status::Stale => {
-                let _ = write!(
-                    out,
-                    "<failure message=\"{}\">{}</failure>",
-                    escape(&what),
-                    escape(&detail)
-                );
+                let _ = write!(out, "<failure message=\"{what}\">{detail}</failure>");
             }
             Status::Skip | Status::Blocked => {
                 let reason = c.skip_reason.as_deref().unwrap_or("");
@@ -112,8 +106,7 @@ pub fn render(report: &RunReport) -> String {
                 let _ = write!(out, "<skipped message=\"{}\"/>", escape(&message));
             }
             Status::Xfail => {
-                let _ =
-                    write!(out, "<system-out>expected failure: {}</system-out>", escape(&detail));
+                let _ = write!(out, "<system-out>expected failure: {detail}</system-out>");
             }
         }
         out.push_str("</testcase>\n");

@@ -108,11 +108,24 @@ pub fn harness_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
 /// Runs `node validate.mjs` of the shared-validator interop project `dir` on the NDJSON
 /// `input` (one manifest a line) and returns the verdicts, one per line.
 pub fn published_verdicts(dir: &Path, input: &str) -> Vec<serde_json::Value> {
-    let out = piped(Command::new("node").arg("validate.mjs").current_dir(dir), Some(input));
+    validate_mjs(dir, &[], input)
+}
+
+/// The published manifest schema's own keys, from `node validate.mjs --keys` of the
+/// shared-validator interop project `dir`: `{"top": [...], "driver": [...],
+/// "capabilities": [...]}`, each in declaration order.
+pub fn published_keys(dir: &Path) -> serde_json::Value {
+    validate_mjs(dir, &["--keys"], "").remove(0)
+}
+
+/// Runs `node validate.mjs ARGS` in `dir` on `input`; one JSON value per output line.
+fn validate_mjs(dir: &Path, args: &[&str], input: &str) -> Vec<serde_json::Value> {
+    let out =
+        piped(Command::new("node").arg("validate.mjs").args(args).current_dir(dir), Some(input));
     assert!(out.status.success(), "validate.mjs failed: {}", lossy(&out.stderr));
     lossy(&out.stdout)
         .lines()
-        .map(|l| serde_json::from_str(l).expect("a verdict is JSON"))
+        .map(|l| serde_json::from_str(l).expect("validate.mjs prints JSON lines"))
         .collect()
 }
 

@@ -45,11 +45,11 @@ pub(crate) fn check(input: &Input, errors: &mut Errors) -> Checked {
         ));
     }
     let (p, d) = (&input.plugin, &input.driver);
-    if let Some(attr) = &input.plugin_attr {
+    if let Some(attr) = &input.plugin.attr {
         require(errors, attr, &[(&p.id, "id"), (&p.display_name, "display_name")]);
         require(errors, attr, &[(&p.description, "description"), (&p.author, "author")]);
     }
-    if let Some(attr) = &input.driver_attr {
+    if let Some(attr) = &input.driver.attr {
         require(errors, attr, &[(&d.key, "key"), (&d.display_name, "display_name")]);
     }
 

@@ -74,53 +74,71 @@ pub(crate) struct DriverAttr {
 pub(crate) struct Input {
     pub ident: Ident,
     pub has_generics: bool,
-    pub plugin: PluginAttr,
-    pub driver: DriverAttr,
-    /// The `#[plugin]` attribute, when present.
-    pub plugin_attr: Option<Attribute>,
-    /// The `#[driver]` attribute, when present.
-    pub driver_attr: Option<Attribute>,
+    pub plugin: Attr<PluginAttr>,
+    pub driver: Attr<DriverAttr>,
+}
+
+/// The arguments of one attribute (what it dereferences to), and the attribute when present.
+#[derive(Default)]
+pub(crate) struct Attr<T> {
+    pub args: T,
+    pub attr: Option<Attribute>,
+}
+
+impl<T> std::ops::Deref for Attr<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.args
+    }
+}
+
+impl<T> Attr<T> {
+    /// Reads `attr`'s arguments with `arg`; a second such attribute is the `duplicate` error.
+    fn read(
+        &mut self,
+        attr: &Attribute,
+        errors: &mut Errors,
+        duplicate: &str,
+        arg: fn(&mut T, &ParseNestedMeta<'_>, &mut Errors) -> syn::Result<()>,
+    ) {
+        if self.attr.is_some() {
+            errors.push(syn::Error::new_spanned(attr, duplicate));
+            return;
+        }
+        self.attr = Some(attr.clone());
+        let mut inner = Errors::default();
+        if let Err(e) = attr.parse_nested_meta(|meta| arg(&mut self.args, &meta, &mut inner)) {
+            inner.push(e);
+        }
+        errors.extend(inner);
+    }
 }
 
 /// Reads the attributes of `input`; problems go to `errors`.
 pub(crate) fn parse(input: &DeriveInput, errors: &mut Errors) -> Input {
-    let ident = input.ident.clone();
     let mut out = Input {
+        ident: input.ident.clone(),
         has_generics: !input.generics.params.is_empty(),
-        plugin: PluginAttr::default(),
-        driver: DriverAttr::default(),
-        plugin_attr: None,
-        driver_attr: None,
-        ident,
+        plugin: Attr::default(),
+        driver: Attr::default(),
     };
     for attr in &input.attrs {
         if attr.path().is_ident("plugin") {
-            if out.plugin_attr.is_some() {
-                errors.push(syn::Error::new_spanned(attr, "duplicate #[plugin(…)] attribute"));
-                continue;
-            }
-            out.plugin_attr = Some(attr.clone());
-            read(attr, errors, |meta, errors| plugin_arg(&mut out.plugin, meta, errors));
+            out.plugin.read(attr, errors, "duplicate #[plugin(…)] attribute", plugin_arg);
         } else if attr.path().is_ident("driver") {
-            if out.driver_attr.is_some() {
-                errors.push(syn::Error::new_spanned(
-                    attr,
-                    "duplicate #[driver(…)] attribute: a provider serves exactly one driver",
-                ));
-                continue;
-            }
-            out.driver_attr = Some(attr.clone());
-            read(attr, errors, |meta, errors| driver_arg(&mut out.driver, meta, errors));
+            let duplicate =
+                "duplicate #[driver(…)] attribute: a provider serves exactly one driver";
+            out.driver.read(attr, errors, duplicate, driver_arg);
         }
     }
-    if out.plugin_attr.is_none() {
+    if out.plugin.attr.is_none() {
         errors.push(syn::Error::new(
             out.ident.span(),
             "#[derive(PluginManifest)] needs a #[plugin(id = \"…\", display_name = \"…\", \
              description = \"…\", author = \"…\")] attribute",
         ));
     }
-    if out.driver_attr.is_none() {
+    if out.driver.attr.is_none() {
         errors.push(syn::Error::new(
             out.ident.span(),
             "#[derive(PluginManifest)] needs a #[driver(key = \"…\", display_name = \"…\")] \
@@ -128,18 +146,6 @@ pub(crate) fn parse(input: &DeriveInput, errors: &mut Errors) -> Input {
         ));
     }
     out
-}
-
-fn read(
-    attr: &Attribute,
-    errors: &mut Errors,
-    mut arg: impl FnMut(&ParseNestedMeta<'_>, &mut Errors) -> syn::Result<()>,
-) {
-    let mut inner = Errors::default();
-    if let Err(e) = attr.parse_nested_meta(|meta| arg(&meta, &mut inner)) {
-        inner.push(e);
-    }
-    errors.extend(inner);
 }
 
 fn duplicate(meta: &ParseNestedMeta<'_>) -> syn::Error {
@@ -167,6 +173,25 @@ fn integer(meta: &ParseNestedMeta<'_>, errors: &mut Errors) -> syn::Result<Optio
         Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => Ok(Some(i)),
         other => {
             errors.push(syn::Error::new_spanned(other, "expected an integer literal"));
+            Ok(None)
+        }
+    }
+}
+
+/// A flag: the argument alone (`true`) or `= bool`; `None` (with `wrong` in `errors`) for
+/// another value.
+fn flag(
+    meta: &ParseNestedMeta<'_>,
+    errors: &mut Errors,
+    wrong: &str,
+) -> syn::Result<Option<LitBool>> {
+    if !meta.input.peek(syn::Token![=]) {
+        return Ok(Some(LitBool::new(true, meta.path.span())));
+    }
+    match value_expr(meta)? {
+        Expr::Lit(ExprLit { lit: Lit::Bool(b), .. }) => Ok(Some(b)),
+        other => {
+            errors.push(syn::Error::new_spanned(other, wrong));
             Ok(None)
         }
     }
@@ -249,41 +274,16 @@ fn driver_arg(
             store!(d.creation_operation_version, integer(meta, errors)?, meta, errors)
         }
         "supports_tasks" => {
-            let flag = if meta.input.peek(syn::Token![=]) {
-                match value_expr(meta)? {
-                    Expr::Lit(ExprLit { lit: Lit::Bool(b), .. }) => Some(b),
-                    other => {
-                        errors.push(syn::Error::new_spanned(
-                            other,
-                            "expected `true` or `false` (`supports_tasks` alone means `true`)",
-                        ));
-                        None
-                    }
-                }
-            } else {
-                Some(LitBool::new(true, meta.path.span()))
-            };
-            store!(d.supports_tasks, flag, meta, errors)
+            let alone = "expected `true` or `false` (`supports_tasks` alone means `true`)";
+            store!(d.supports_tasks, flag(meta, errors, alone)?, meta, errors)
         }
         "capabilities" => {
             meta.parse_nested_meta(|cap| {
                 let Some(key) = cap.path.get_ident().cloned() else {
                     return Err(cap.error("expected a capability key such as `reusableLeases`"));
                 };
-                let value = if cap.input.peek(syn::Token![=]) {
-                    match value_expr(&cap)? {
-                        Expr::Lit(ExprLit { lit: Lit::Bool(LitBool { value, .. }), .. }) => value,
-                        other => {
-                            errors.push(syn::Error::new_spanned(
-                                other,
-                                "expected `true` or `false` (a key alone means `true`)",
-                            ));
-                            true
-                        }
-                    }
-                } else {
-                    true
-                };
+                let alone = "expected `true` or `false` (a key alone means `true`)";
+                let value = flag(&cap, errors, alone)?.is_none_or(|b| b.value);
                 d.capabilities.push(CapabilityDecl { key, value });
                 Ok(())
             })?;

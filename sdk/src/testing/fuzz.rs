@@ -27,7 +27,10 @@ use crate::runtime::shared::Handler;
 /// A handler with a few typed hooks that answer at once (no I/O).
 struct Typed;
 
-fn answer<T: serde::Serialize>(value: T) -> Result<Box<RawValue>, ErrorObject> {
+/// What a handler answers: the result's JSON, or the error.
+type Answer = Result<Box<RawValue>, ErrorObject>;
+
+fn answer<T: serde::Serialize>(value: T) -> Answer {
     serde_json::value::to_raw_value(&value).map_err(|e| ErrorObject::new(-32603, e.to_string()))
 }
 
@@ -42,12 +45,7 @@ impl Handler for Typed {
         ]
     }
 
-    async fn call(
-        &self,
-        method: Method,
-        params: Option<&RawValue>,
-        cx: Context,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    async fn call(&self, method: Method, params: Option<&RawValue>, cx: Context) -> Answer {
         let params: Value = match params {
             Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
             None => Value::Null,
