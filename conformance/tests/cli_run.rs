@@ -552,3 +552,42 @@ fn harness_errors_exit_two() {
     let out = run(&["run", "-q", "--manifest", "/nonexistent/manifest.json", "--", "node"]);
     assert_eq!(out.status.code(), Some(2), "unreadable manifest");
 }
+
+/// The processes whose command line mentions `needle` (Linux `/proc`; a test may look, the
+/// harness never does).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .filter(|cmd| cmd.contains(needle))
+        .collect()
+}
+
+/// `shutdown.no-orphans` starts a heartbeat command on a fresh worker. A worker that ignores
+/// `shutdown` is killed by the harness, but the fixture runs commands in process groups of
+/// their own, so the heartbeat would live on: the harness must stop it through the wire.
+#[test]
+fn a_worker_killed_at_shutdown_leaves_no_heartbeat_behind() {
+    let tmp = temp_dir("heartbeat");
+    let script = broken("ignores-shutdown.cjs");
+    let out = Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
+        .args(["run", "-q", "--format", "json", "--filter", "shutdown.no-orphans"])
+        .args(FAST)
+        // The fixture keeps its leases under $TMPDIR: this test's directory.
+        .args(["--", "env", &format!("TMPDIR={}", tmp.display()), "node", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(ids_with(&report, "SKIP").contains("shutdown.no-orphans"), "{report}");
+    let needle = tmp.display().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut left = processes_mentioning(&needle);
+    while !left.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        left = processes_mentioning(&needle);
+    }
+    assert!(left.is_empty(), "left running after the run: {left:?}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}

@@ -65,7 +65,14 @@ fn start_heartbeat(ctx: &mut Ctx<'_>, s: &mut Session) -> Option<Heartbeat> {
         crate::hostmodel::remote_cwd(&lease).trim_end_matches('/'),
         crate::ids::hex(8)
     );
-    let script = format!("while :; do printf x >> {}; sleep 0.2; done", quote(&path));
+    // The heartbeat ends itself: when the harness creates its stop file (through the wire,
+    // once judged) and at the latest after 1,500 beats (about 5 minutes), so that a command
+    // that did outlive its worker does not outlive the run for long, wherever it runs.
+    let script = format!(
+        "i=0; while [ $i -lt 1500 ] && [ ! -e {stop} ]; do printf x >> {p}; sleep 0.2; i=$((i+1)); done",
+        stop = quote(&stop_file(&path)),
+        p = quote(&path)
+    );
     let params =
         Exec::sh(script).timeout(300_000).params(ctx.facts, &lease, ctx.lease_params(&lease));
     let _ = s.start_call(name::ENVIRONMENT_EXECUTE, params);
@@ -75,15 +82,35 @@ fn start_heartbeat(ctx: &mut Ctx<'_>, s: &mut Session) -> Option<Heartbeat> {
     Some(Heartbeat { lease, path })
 }
 
-/// Through the wire: does the heartbeat still grow? `Ok(None)` when the main worker cannot
+/// The file whose existence ends the heartbeat command.
+fn stop_file(heartbeat: &str) -> String {
+    format!("{heartbeat}.stop")
+}
+
+/// Ends the heartbeat command through the wire: through the fresh worker that started it
+/// while that one still serves, else through the main worker (which may not reach the lease;
+/// the command then ends on its own budget).
+fn stop_heartbeat(ctx: &mut Ctx<'_>, fresh: &mut Session, beat: &Heartbeat) {
+    let exec = Exec::sh(format!(": > {}", quote(&stop_file(&beat.path))));
+    let params = exec.params(ctx.facts, &beat.lease, ctx.lease_params(&beat.lease));
+    if fresh.call(name::ENVIRONMENT_EXECUTE, params).into_result().is_ok() {
+        return;
+    }
+    if ctx.has_session() {
+        let _ = ctx.exec(&beat.lease, &exec);
+    }
+}
+
+/// Through the wire: does the heartbeat still grow? The same command then stops it. `Ok(None)` when the main worker cannot
 /// reach the lease (then only the process group is judged).
 fn still_beating(ctx: &mut Ctx<'_>, beat: &Heartbeat) -> Result<Option<(u64, u64)>, Finding> {
     if !ctx.has_session() {
         return Ok(None);
     }
     let p = quote(&beat.path);
+    let stop = quote(&stop_file(&beat.path));
     let script = format!(
-        "a=$(wc -c < {p} 2>/dev/null || echo 0); sleep 1.5; b=$(wc -c < {p} 2>/dev/null || echo 0); echo \"$a $b\""
+        "a=$(wc -c < {p} 2>/dev/null || echo 0); sleep 1.5; b=$(wc -c < {p} 2>/dev/null || echo 0); : > {stop}; echo \"$a $b\""
     );
     let Ok(r) = ctx.exec(&beat.lease, &Exec::sh(script)) else { return Ok(None) };
     let out = r.get("stdout").and_then(|v| v.as_str()).unwrap_or_default();
@@ -112,6 +139,11 @@ pub fn no_orphans(ctx: &mut Ctx<'_>) -> CheckResult {
     let _ = s.call_with(id, name::SHUTDOWN, json!({}), false, limit);
     let left = limit.saturating_sub(started.elapsed());
     if s.process().wait_exit(left).is_none() {
+        // The harness kills the worker's group; a command the worker started in a group of its
+        // own lives on, so it is stopped through the wire.
+        if let Some(beat) = &heartbeat {
+            stop_heartbeat(ctx, &mut s, beat);
+        }
         return Err(Finding::Skip(
             "the worker did not exit on its own; see shutdown.on-request".into(),
         ));
@@ -123,6 +155,9 @@ pub fn no_orphans(ctx: &mut Ctx<'_>) -> CheckResult {
     }
     if group_alive(pgid) {
         s.process().signal_group(libc::SIGKILL);
+        if let Some(beat) = &heartbeat {
+            stop_heartbeat(ctx, &mut s, beat);
+        }
         return Err(fail(
             "no process of the worker's process group is alive after it exits",
             format!("process group {pgid} still has members (killed by the harness)"),
@@ -138,7 +173,7 @@ pub fn no_orphans(ctx: &mut Ctx<'_>) -> CheckResult {
             "a command running at `shutdown` ends with the worker",
             format!(
                 "its heartbeat file in lease {} grew from {a} to {b} bytes after the worker \
-                 exited: the command outlives it (ending the lease will stop it)",
+                 exited: the command outlives it (the harness then stopped it through its stop file)",
                 beat.lease.id
             ),
         )),
