@@ -204,6 +204,9 @@ fn quick_start_chapter_produces_a_conforming_provider() {
         out.status
     );
     assert!(stdout.contains("Temporary directory"), "the manifest was printed:\n{stdout}");
+    // Not a single failure, SHOULD requirements included (`lifecycle.remote-cwd` needs the
+    // lease's `remoteCwd`).
+    assert!(stdout.contains(" passed, 0 failed (0 MUST)"), "the harness run:\n{stdout}");
     assert!(
         install_root.join("bin/sandbox-conformance").is_file(),
         "the chapter's `cargo install` installed the harness the later steps ran"

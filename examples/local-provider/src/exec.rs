@@ -158,9 +158,7 @@ where
     if let Some(stdin) = req.stdin {
         cmd.stdin(stdin);
     }
-    if let Some(t) = req.timeout {
-        cmd.timeout(t);
-    }
+    cmd.timeout(req.timeout);
     let on_spawn = |pgid: u32| {
         if let Some(groups) = groups {
             groups.register(&lease_canon, pgid);

@@ -367,11 +367,11 @@ impl<C: LocalSettings> LocalDriver<C> {
         let dir = store.active_dir(lease_id(&params.lease)?)?;
         let req = ExecRequest {
             command: params.command.clone(),
-            args: params.args.clone().unwrap_or_default(),
+            args: params.args().to_vec(),
             cwd: params.cwd.as_ref().map(PathBuf::from),
             env: params.env.clone().unwrap_or_default(),
             stdin: params.stdin.as_ref().map(|s| s.clone().into_bytes()),
-            timeout: params.timeout_ms.filter(|&t| t > 0).map(Duration::from_millis),
+            timeout: params.timeout(),
         };
         let out = exec::run(&dir, req, Some(&self.groups), sink, cancel).await?;
         Ok(out.into_execute_result())

@@ -53,7 +53,9 @@ impl ExecuteParams {
         self.args = Some(args.into_iter().map(Into::into).collect());
         self
     }
+}
 
+impl<C> ExecuteParams<C> {
     /// The arguments, empty when absent.
     pub fn args(&self) -> &[String] {
         self.args.as_deref().unwrap_or_default()
@@ -62,6 +64,11 @@ impl ExecuteParams {
     /// `bypassSession`, false when absent.
     pub fn bypass_session(&self) -> bool {
         self.bypass_session.unwrap_or(false)
+    }
+
+    /// The command's timeout: `None` when `timeoutMs` is absent or 0 (no timeout).
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.timeout_ms.filter(|&ms| ms > 0).map(std::time::Duration::from_millis)
     }
 }
 
@@ -301,6 +308,25 @@ mod tests {
             r.write_json(&mut fast).unwrap();
             proptest::prop_assert_eq!(String::from_utf8(fast).unwrap(), serde_json::to_string(&r).unwrap());
         }
+    }
+
+    #[test]
+    fn timeout_is_absent_for_missing_zero_and_negative_timeout_ms() {
+        let params = |extra: Value| {
+            let mut v = json!({
+                "driverKey": "d", "companyId": "c", "environmentId": "e", "config": {},
+                "lease": {"providerLeaseId": "l"}, "command": "sh"
+            });
+            v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            serde_json::from_value::<ExecuteParams>(v).unwrap()
+        };
+        assert_eq!(params(json!({})).timeout(), None);
+        assert_eq!(params(json!({"timeoutMs": 0})).timeout(), None);
+        assert_eq!(params(json!({"timeoutMs": -5})).timeout(), None);
+        assert_eq!(
+            params(json!({"timeoutMs": 1500.7})).timeout(),
+            Some(std::time::Duration::from_millis(1500))
+        );
     }
 
     #[test]

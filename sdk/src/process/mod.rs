@@ -278,9 +278,13 @@ impl LocalCommand {
         self
     }
 
-    /// Ends the process group after this long ([`CommandOutput::timed_out`]).
-    pub fn timeout(&mut self, timeout: Duration) -> &mut Self {
-        self.timeout = Some(timeout);
+    /// Ends the process group after this long ([`CommandOutput::timed_out`]); `None` (the
+    /// default) for no timeout, as [`ExecuteParams::timeout`] gives it:
+    /// `command.timeout(params.timeout())`.
+    ///
+    /// [`ExecuteParams::timeout`]: paperclip_sandbox_protocol::methods::ExecuteParams::timeout
+    pub fn timeout(&mut self, timeout: impl Into<Option<Duration>>) -> &mut Self {
+        self.timeout = timeout.into();
         self
     }
 
