@@ -136,7 +136,9 @@ async fn lifecycles_leave_rss_fds_and_lease_dirs_flat() {
     assert!(fds1 <= fds0 + 2, "descriptors grew from {fds0} to {fds1}");
     assert_eq!(leases(root.path()), 0, "every lease directory was destroyed");
     drop(stdin);
-    let status =
-        tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
+    let status = paperclip_sandbox_sdk::testing::wait_exit(&mut child, Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("the worker exits after stdin EOF");
     assert!(status.success());
 }

@@ -112,7 +112,10 @@ impl Raw {
 
     async fn wait_exit(&mut self) -> (std::process::ExitStatus, Duration) {
         let started = Instant::now();
-        let st = tokio::time::timeout(LIVENESS, self.child.wait()).await.unwrap().unwrap();
+        let st = paperclip_sandbox_sdk::testing::wait_exit(&mut self.child, LIVENESS)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("the worker did not exit within {LIVENESS:?}"));
         (st, started.elapsed())
     }
 }

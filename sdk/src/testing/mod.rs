@@ -23,6 +23,7 @@ use std::io;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
 
 use paperclip_sandbox_protocol::jsonrpc::{
     parse_line, ErrorObject, Id, Invocation, Message, Notification, Outcome, Request, Response,
@@ -341,9 +342,13 @@ impl WorkerProcess {
         self.stdin.take();
     }
 
-    /// Waits for the worker to exit.
+    /// Waits for the worker to exit (see [`wait_exit`]).
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        self.child.wait().await
+        loop {
+            if let Some(status) = wait_exit(&mut self.child, Duration::from_secs(3600)).await? {
+                return Ok(status);
+            }
+        }
     }
 
     /// Everything the worker wrote to stderr so far.
@@ -354,5 +359,27 @@ impl WorkerProcess {
     /// The worker's process id, while it runs.
     pub fn id(&self) -> Option<u32> {
         self.child.id()
+    }
+}
+
+/// Waits up to `bound` for `child` to exit; `Ok(None)` when it is still running then.
+///
+/// It asks the kernel directly (`waitpid` with `WNOHANG`, every 10 ms) instead of awaiting
+/// [`Child::wait`](tokio::process::Child::wait), whose wake-up depends on the runtime seeing
+/// `SIGCHLD`: with several runtimes in one process (parallel `#[tokio::test]`s) that wake-up
+/// can be lost, and a test waiting for a worker it has just killed would hang.
+pub async fn wait_exit(
+    child: &mut tokio::process::Child,
+    bound: Duration,
+) -> io::Result<Option<ExitStatus>> {
+    let deadline = tokio::time::Instant::now() + bound;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
