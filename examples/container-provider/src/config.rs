@@ -249,13 +249,25 @@ fn network<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> 
     checked(d, is_network, "none or an engine network name other than host")
 }
 
-/// A whole number from `MIN` to `MAX` (absent or `null`: `None`).
+/// A whole number from `MIN` to `MAX` (absent or `null`: `None`). A whole-valued float
+/// (`1024.0`) counts, as JSON Schema's `integer` says.
 fn whole<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(
     d: D,
 ) -> Result<Option<u64>, D::Error> {
-    match Option::<u64>::deserialize(d) {
-        Ok(n) if n.is_none_or(|n| (MIN..=MAX).contains(&n)) => Ok(n),
-        _ => Err(refuse(&format!("a whole number from {MIN} to {MAX}"))),
+    let as_whole = |n: &serde_json::Number| {
+        n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX as f64)
+                .map(|f| f as u64)
+        })
+    };
+    match Option::<serde_json::Number>::deserialize(d) {
+        Ok(None) => Ok(None),
+        Ok(Some(n)) => match as_whole(&n) {
+            Some(n) if (MIN..=MAX).contains(&n) => Ok(Some(n)),
+            _ => Err(refuse(&format!("a whole number from {MIN} to {MAX}"))),
+        },
+        Err(_) => Err(refuse(&format!("a whole number from {MIN} to {MAX}"))),
     }
 }
 
@@ -318,6 +330,9 @@ mod tests {
             "image": "img:1", "user": "1234:99", "cpus": 0.5, "pidsLimit": 64, "timeoutMs": 5
         }));
         assert_eq!((s.uid, s.gid, s.nano_cpus, s.pids_limit), (1234, 99, 500_000_000, 64));
+        // A whole-valued float is a whole number (JSON Schema's `integer`).
+        let s = settings(json!({"image": "img:1", "memoryMb": 1024.0, "pidsLimit": 64.0}));
+        assert_eq!((s.memory_bytes, s.pids_limit), (1024 * 1024 * 1024, 64));
     }
 
     /// The SDK answers a config that does not fit [`ContainerConfig`] before a hook runs.
@@ -340,6 +355,14 @@ mod tests {
                 "config.memoryMb: expected a whole number from 64 to 1048576",
             ),
             (json!({"cpus": 0}), "config.cpus: expected a number from 0.01 to 1024"),
+            (
+                json!({"memoryMb": -64.0}),
+                "config.memoryMb: expected a whole number from 64 to 1048576",
+            ),
+            (
+                json!({"memoryMb": "64"}),
+                "config.memoryMb: expected a whole number from 64 to 1048576",
+            ),
             (
                 json!({"image": "bad image secret-token"}),
                 "config.image: expected an image reference",

@@ -5,6 +5,8 @@
 //! | `root` | absolute path of the directory holding the lease directories | env `LOCAL_PROVIDER_ROOT`, else `$TMPDIR/paperclip-local-provider` |
 //! | `syncTimeoutMs` | whole number from 1 to [`MAX_SYNC_TIMEOUT_MS`], the transfer timeout of a sync call | [`DEFAULT_SYNC_TIMEOUT_MS`] (5 minutes) |
 //!
+//! A key that holds `null` (a field cleared in a form) reads as absent.
+//!
 //! [`LocalConfig`] is the driver's typed config (`#[driver(config = LocalConfig)]`): the SDK
 //! parses each call's config into it before a hook runs, and answers a config that does not
 //! fit with the path and what was expected, never the value (`environmentValidateConfig`:
@@ -129,10 +131,13 @@ impl Default for SyncTimeoutMs {
 
 impl<'de> Deserialize<'de> for SyncTimeoutMs {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match u64::deserialize(d)? {
-            n @ 1..=MAX_SYNC_TIMEOUT_MS => Ok(Self(n)),
-            n => Err(D::Error::invalid_value(
-                Unexpected::Unsigned(n),
+        // `null` reads as the default, as an absent key does (a cleared field some hosts
+        // store as `null`). The refusal names the rule, never the value.
+        match Option::<u64>::deserialize(d)? {
+            None => Ok(Self::default()),
+            Some(n @ 1..=MAX_SYNC_TIMEOUT_MS) => Ok(Self(n)),
+            Some(_) => Err(D::Error::invalid_value(
+                Unexpected::Other("a number out of range"),
                 &"a whole number from 1 to 2147483647",
             )),
         }
@@ -153,6 +158,8 @@ mod tests {
     fn accepts_defaults_and_valid_values_and_keeps_other_keys() {
         assert_eq!(parse(json!({})), LocalConfig::default());
         assert_eq!(parse(json!({})).sync_timeout_ms.get(), DEFAULT_SYNC_TIMEOUT_MS);
+        let cleared = parse(json!({"syncTimeoutMs": null}));
+        assert_eq!(cleared.sync_timeout_ms.get(), DEFAULT_SYNC_TIMEOUT_MS, "null is the default");
         let c = parse(json!({"root": "/srv/leases", "syncTimeoutMs": 5000, "timeoutMs": 1}));
         assert_eq!(c.root.as_ref().map(LeaseRoot::path), Some(Path::new("/srv/leases")));
         assert_eq!(c.resolved_root(), PathBuf::from("/srv/leases"));

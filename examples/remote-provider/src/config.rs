@@ -13,7 +13,8 @@
 //! | `stateTimeoutMs` | positive integer | 60,000 | How long start, stop, recover and delete may take to show |
 //!
 //! The defaults are Daytona's (seed 001, PR #20828). Every duration is configurable so tests
-//! run in milliseconds. Unknown keys (the host's `timeoutMs`, …) are ignored.
+//! run in milliseconds. Unknown keys (the host's `timeoutMs`, …) are ignored, and a key that
+//! holds `null` (a field cleared in a form) reads as absent.
 //!
 //! [`RemoteConfig`] is the driver's typed config (`#[driver(config = RemoteConfig)]`): the SDK
 //! parses each call's config into it before a hook runs and answers a config that does not
@@ -74,19 +75,31 @@ pub struct RemoteConfig {
     #[schemars(range(min = 1, max = MAX_ACQUIRE_CAP_MS))]
     pub acquire_cap_ms: u64,
     /// When a create still not started is looked up by name, in milliseconds (< acquireCapMs).
-    #[serde(default = "default_create_lookup_delay_ms", deserialize_with = "positive")]
+    #[serde(
+        default = "default_create_lookup_delay_ms",
+        deserialize_with = "positive::<DEFAULT_CREATE_LOOKUP_DELAY_MS, _>"
+    )]
     #[schemars(range(min = 1))]
     pub create_lookup_delay_ms: u64,
     /// Delay between state reads, in milliseconds.
-    #[serde(default = "default_poll_interval_ms", deserialize_with = "positive")]
+    #[serde(
+        default = "default_poll_interval_ms",
+        deserialize_with = "positive::<DEFAULT_POLL_INTERVAL_MS, _>"
+    )]
     #[schemars(range(min = 1))]
     pub poll_interval_ms: u64,
     /// Timeout of one API call, in milliseconds.
-    #[serde(default = "default_request_timeout_ms", deserialize_with = "positive")]
+    #[serde(
+        default = "default_request_timeout_ms",
+        deserialize_with = "positive::<DEFAULT_REQUEST_TIMEOUT_MS, _>"
+    )]
     #[schemars(range(min = 1))]
     pub request_timeout_ms: u64,
     /// How long start, stop, recover and delete may take to show, in milliseconds.
-    #[serde(default = "default_state_timeout_ms", deserialize_with = "positive")]
+    #[serde(
+        default = "default_state_timeout_ms",
+        deserialize_with = "positive::<DEFAULT_STATE_TIMEOUT_MS, _>"
+    )]
     #[schemars(range(min = 1))]
     pub state_timeout_ms: u64,
 }
@@ -173,15 +186,18 @@ fn base_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(url.trim_end_matches('/').to_owned())
 }
 
-fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+/// A positive whole number; `null` reads as the key's `DEFAULT`, as an absent key does (a
+/// cleared field some hosts store as `null`).
+fn positive<'de, const DEFAULT: u64, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     match Option::<u64>::deserialize(d) {
+        Ok(None) => Ok(DEFAULT),
         Ok(Some(n)) if n > 0 => Ok(n),
         _ => Err(refuse("a positive whole number")),
     }
 }
 
 fn acquire_cap_ms<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    match positive(d)? {
+    match positive::<DEFAULT_ACQUIRE_CAP_MS, D>(d)? {
         n @ ..=MAX_ACQUIRE_CAP_MS => Ok(n),
         _ => Err(refuse("at most 86400000 (24 hours)")),
     }
@@ -224,6 +240,19 @@ mod tests {
         assert_eq!(c.state_timeout(), Duration::from_secs(60));
         assert_eq!(c.ttl_minutes, None);
         assert_eq!(c.check(), Ok(()));
+        // A key stored as `null` (a cleared field) reads as its default.
+        let cleared = parse(json!({"apiKey": "k", "baseUrl": "http://h", "acquireCapMs": null,
+            "createLookupDelayMs": null, "pollIntervalMs": null, "requestTimeoutMs": null,
+            "stateTimeoutMs": null}));
+        assert_eq!(cleared.acquire_cap(), Duration::from_secs(180));
+        assert_eq!(cleared.create_lookup_delay(), Duration::from_secs(90));
+        assert_eq!(cleared.poll_interval(), Duration::from_secs(1));
+        assert_eq!(cleared.request_timeout(), Duration::from_secs(30));
+        assert_eq!(cleared.state_timeout(), Duration::from_secs(60));
+        let zero = serde_json::from_value::<RemoteConfig>(
+            json!({"apiKey": "k", "baseUrl": "http://h", "pollIntervalMs": 0}),
+        );
+        assert!(zero.unwrap_err().to_string().contains("a positive whole number"));
         let c = parse(json!({"apiKey": "k", "baseUrl": "http://h",
             "createLookupDelayMs": 5, "acquireCapMs": 5}));
         let error = c.check().unwrap_err();
