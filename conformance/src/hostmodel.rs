@@ -56,9 +56,9 @@ pub const DOWNLOAD_CHUNK_BYTES: usize = 3 * 1024 * 1024;
 pub fn remote_cwd(lease: &Lease) -> String {
     lease
         .metadata
-        .get("remoteCwd")
+        .get(paperclip_sandbox_protocol::methods::Lease::REMOTE_CWD)
         .and_then(Value::as_str)
-        .map(str::trim)
+        .map(paperclip_sandbox_protocol::jsonrpc::js_trim)
         .filter(|s| !s.is_empty())
         .unwrap_or(DEFAULT_REMOTE_CWD)
         .to_owned()
@@ -66,7 +66,11 @@ pub fn remote_cwd(lease: &Lease) -> String {
 
 /// True when the lease names its working directory in `metadata.remoteCwd`.
 pub fn names_remote_cwd(lease: &Lease) -> bool {
-    lease.metadata.get("remoteCwd").and_then(Value::as_str).is_some_and(|s| !s.trim().is_empty())
+    lease
+        .metadata
+        .get(paperclip_sandbox_protocol::methods::Lease::REMOTE_CWD)
+        .and_then(Value::as_str)
+        .is_some_and(|s| !paperclip_sandbox_protocol::jsonrpc::js_trim(s).is_empty())
 }
 
 /// Where the host puts its runtime files for this lease.
@@ -379,6 +383,7 @@ mod tests {
     fn remote_cwd_follows_the_host() {
         assert_eq!(remote_cwd(&lease(json!({"remoteCwd": "  /w/x  "}))), "/w/x");
         assert_eq!(remote_cwd(&lease(json!({"remoteCwd": "   "}))), "/tmp");
+        assert_eq!(remote_cwd(&lease(json!({"remoteCwd": "\u{feff}/w\u{85}"}))), "/w\u{85}");
         assert_eq!(remote_cwd(&lease(json!({"remoteCwd": 3}))), "/tmp");
         assert_eq!(remote_cwd(&lease(json!({}))), "/tmp");
     }

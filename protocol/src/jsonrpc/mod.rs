@@ -413,9 +413,16 @@ pub(crate) fn is_js_whitespace(c: char) -> bool {
     )
 }
 
-/// Trims a line as the published SDK does before parsing (`line.trim()`).
+/// Trims a line as the published SDK does before parsing (`line.trim()`): [`js_trim`].
 pub fn trim_line(line: &str) -> &str {
-    line.trim_matches(is_js_whitespace)
+    js_trim(line)
+}
+
+/// JavaScript's `String.prototype.trim`, which the host applies to the strings it reads (a
+/// line, a lease's `remoteCwd`). It differs from [`str::trim`]: it strips U+FEFF and keeps
+/// U+0085.
+pub fn js_trim(text: &str) -> &str {
+    text.trim_matches(is_js_whitespace)
 }
 
 /// Rewrites every `\uD800`–`\uDFFF` escape that is not half of a surrogate pair to `\uFFFD`;

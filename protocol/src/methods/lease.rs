@@ -131,10 +131,10 @@ impl Lease {
         self
     }
 
-    /// `metadata.remoteCwd` as the host reads it: a string, trimmed, `None` when absent, not a
-    /// string or blank.
+    /// `metadata.remoteCwd` as the host reads it: a string, trimmed as JavaScript trims
+    /// ([`js_trim`](crate::jsonrpc::js_trim)), `None` when absent, not a string or blank.
     pub fn remote_cwd(&self) -> Option<&str> {
-        let cwd = self.metadata.as_ref()?.get(Self::REMOTE_CWD)?.as_str()?.trim();
+        let cwd = crate::jsonrpc::js_trim(self.metadata.as_ref()?.get(Self::REMOTE_CWD)?.as_str()?);
         (!cwd.is_empty()).then_some(cwd)
     }
 

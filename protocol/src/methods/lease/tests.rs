@@ -272,7 +272,14 @@ fn remote_cwd_is_set_into_metadata_and_read_as_the_host_reads_it() {
     );
     assert_eq!(lease.remote_cwd(), Some("/work/l1"));
     assert_eq!(Lease::new("l2").remote_cwd(), None);
-    for (value, want) in [(json!("  /w  "), Some("/w")), (json!("   "), None), (json!(3), None)] {
+    let cases = [
+        (json!("  /w  "), Some("/w")),
+        (json!("\u{feff}/w\u{a0}"), Some("/w")),
+        (json!("/w\u{85}"), Some("/w\u{85}")),
+        (json!("   "), None),
+        (json!(3), None),
+    ];
+    for (value, want) in cases {
         let lease: Lease = serde_json::from_value(
             json!({"providerLeaseId": "x", "metadata": {"remoteCwd": value}}),
         )
