@@ -67,9 +67,9 @@ fn doc_text(attrs: &str) -> String {
             while let Some((i, c)) = chars.next() {
                 match c {
                     '\\' => match chars.next() {
-                        Some((_, 'n')) => text.push(' '),
-                        Some((_, other)) => text.push(other),
-                        None => {}
+                        Some((_, 'n' | 't')) => text.push(' '),
+                        Some((_, c @ ('"' | '\\' | '\''))) => text.push(c),
+                        other => panic!("an escape the page generator does not decode: {other:?}"),
                     },
                     '"' => {
                         end = i + 1;

@@ -93,7 +93,11 @@ fn stop_file(heartbeat: &str) -> String {
 fn stop_heartbeat(ctx: &mut Ctx<'_>, fresh: &mut Session, beat: &Heartbeat) {
     let exec = Exec::sh(format!(": > {}", quote(&stop_file(&beat.path))));
     let params = exec.params(ctx.facts, &beat.lease, ctx.lease_params(&beat.lease));
-    if fresh.call(name::ENVIRONMENT_EXECUTE, params).into_result().is_ok() {
+    // A few seconds: this worker already ignored `shutdown`, and may not answer at all.
+    let id = fresh.next_id();
+    let (reply, _) =
+        fresh.call_with(id, name::ENVIRONMENT_EXECUTE, params, true, Duration::from_secs(5));
+    if reply.into_result().is_ok() {
         return;
     }
     if ctx.has_session() {
@@ -101,8 +105,9 @@ fn stop_heartbeat(ctx: &mut Ctx<'_>, fresh: &mut Session, beat: &Heartbeat) {
     }
 }
 
-/// Through the wire: does the heartbeat still grow? The same command then stops it. `Ok(None)` when the main worker cannot
-/// reach the lease (then only the process group is judged).
+/// Through the wire: does the heartbeat still grow? The same command then stops it.
+/// `Ok(None)` when the main worker cannot reach the lease (then only the process group is
+/// judged).
 fn still_beating(ctx: &mut Ctx<'_>, beat: &Heartbeat) -> Result<Option<(u64, u64)>, Finding> {
     if !ctx.has_session() {
         return Ok(None);
