@@ -130,7 +130,21 @@ fn spawn_reader<R: Read + Send + 'static>(
 }
 
 /// Parent-death signal for the child (Linux); a no-op elsewhere.
-fn set_parent_death_signal() -> std::io::Result<()> {
+fn prepare_worker_process() -> std::io::Result<()> {
+    // What Node (libuv) does for every child, and so the host for its workers: all signals
+    // back to their default disposition and none blocked, whatever the harness inherited (a
+    // shell's background job ignores SIGINT and SIGQUIT, and a worker would inherit that).
+    // SAFETY: sigaction (through signal), sigemptyset and sigprocmask are async-signal-safe.
+    unsafe {
+        for sig in 1..=31 {
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    }
     #[cfg(target_os = "linux")]
     {
         // SAFETY: prctl with PR_SET_PDEATHSIG only sets a flag of the calling (child) process; it
@@ -157,9 +171,9 @@ impl WorkerProcess {
         if let Some(cwd) = &command.cwd {
             cmd.current_dir(cwd);
         }
-        // SAFETY: the closure only calls prctl, which is async-signal-safe.
+        // SAFETY: the closure makes only async-signal-safe calls (see the function).
         unsafe {
-            cmd.pre_exec(set_parent_death_signal);
+            cmd.pre_exec(prepare_worker_process);
         }
         let mut child = cmd
             .spawn()
@@ -307,6 +321,25 @@ mod tests {
         assert!(p.wait_exit(Duration::from_secs(10)).is_some());
         let dirs: Vec<_> = t.entries().iter().map(|e| e.dir).collect();
         assert!(dirs.starts_with(&[Direction::Send, Direction::Recv]));
+    }
+
+    #[test]
+    fn a_worker_starts_with_default_signal_dispositions_as_the_host_gives_them() {
+        // This test process ignores SIGQUIT, as a shell's background job does; the worker must
+        // not inherit that (SigIgn bit 3 is SIGQUIT).
+        // SAFETY: setting a disposition; no handler runs.
+        unsafe { libc::signal(libc::SIGQUIT, libc::SIG_IGN) };
+        let t = Transcript::new("sigign");
+        let mut p = WorkerProcess::spawn(&sh("grep SigIgn /proc/self/status"), t).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let line = match p.next_event(deadline) {
+            Some(ProcEvent::Stdout(line)) => String::from_utf8(line).unwrap(),
+            other => panic!("no SigIgn line: {other:?}"),
+        };
+        let mask =
+            u64::from_str_radix(line.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
+        assert_eq!(mask & (1 << (libc::SIGQUIT - 1)), 0, "SIGQUIT ignored in the worker: {line}");
+        assert!(p.wait_exit(Duration::from_secs(10)).is_some());
     }
 
     #[test]

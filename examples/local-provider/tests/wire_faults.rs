@@ -27,7 +27,20 @@ impl Raw {
 
     async fn start_logging(stderr: Stdio, level: &str) -> Raw {
         let root = tempfile::tempdir().unwrap();
-        let mut child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        // The host (Node's libuv) starts a worker with every signal at its default
+        // disposition; so does this test, whatever it inherited (a shell's background job
+        // ignores SIGINT and SIGQUIT, and the crash cases below would then not end it).
+        // SAFETY: signal (sigaction) is async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                for sig in [libc::SIGINT, libc::SIGQUIT] {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
+        let mut child = command
             .env("LOCAL_PROVIDER_ROOT", root.path())
             .env("RUST_LOG", level)
             .stdin(Stdio::piped())
