@@ -129,7 +129,8 @@ fn spawn_reader<R: Read + Send + 'static>(
     });
 }
 
-/// Parent-death signal for the child (Linux); a no-op elsewhere.
+/// Between fork and exec: default signal dispositions and an empty mask (as the host gives its
+/// workers), then the parent-death signal (Linux).
 fn prepare_worker_process() -> std::io::Result<()> {
     // What Node (libuv) does for every child, and so the host for its workers: all signals
     // back to their default disposition and none blocked, whatever the harness inherited (a
