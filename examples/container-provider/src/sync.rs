@@ -23,6 +23,7 @@ use std::time::Duration;
 use bollard::query_parameters::{
     DownloadFromContainerOptionsBuilder, UploadToContainerOptionsBuilder,
 };
+use bytes::Bytes;
 use futures_util::StreamExt;
 use local_provider::error::{ErrorKind, LocalError, Result};
 use local_provider::glob::Excludes;
@@ -174,8 +175,6 @@ async fn sync_in_mapping(
     uploaded.map_err(|e| engine_error(EngineError::from_bollard("upload archive", e)))?;
     Ok(transfer)
 }
-
-use bytes::Bytes;
 
 async fn sync_out_mapping(
     engine: &Engine,

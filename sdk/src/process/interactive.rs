@@ -6,7 +6,7 @@ use std::process::{ExitStatus, Stdio};
 
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
-use super::{guard, signal_group, GroupGuard, LocalCommand};
+use super::{signal_group, GroupGuard, LocalCommand};
 
 /// A running command whose stdin, stdout and stderr the provider drives itself (see
 /// [`LocalCommand::spawn_interactive`]).
@@ -29,27 +29,7 @@ impl LocalCommand {
     ///
     /// Fails when the command cannot be started (`NotFound`, `PermissionDenied`).
     pub fn spawn_interactive(&self) -> io::Result<InteractiveProcess> {
-        guard::ensure_started();
-        let mut cmd = tokio::process::Command::new(&self.program);
-        cmd.args(&self.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        if let Some(cwd) = &self.cwd {
-            cmd.current_dir(cwd);
-        }
-        if self.env_clear {
-            cmd.env_clear();
-        }
-        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        let worker = std::process::id() as libc::pid_t;
-        // SAFETY: the closure makes only async-signal-safe system calls (guard::pre_exec).
-        unsafe { cmd.pre_exec(move || guard::pre_exec(worker)) };
-        let child = cmd.spawn()?;
-        let pgid = child.id().ok_or_else(|| io::Error::other("the command has no pid"))?;
-        guard::register(pgid as i32);
+        let (child, pgid) = self.spawn_in_group(Stdio::piped())?;
         Ok(InteractiveProcess { child, pgid, _group: GroupGuard { pgid: Some(pgid as i32) } })
     }
 }

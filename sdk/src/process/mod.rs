@@ -338,6 +338,34 @@ impl LocalCommand {
         &self.program
     }
 
+    /// Starts the command as both runners do: stdout and stderr piped, in a process group of
+    /// its own under the death-signal guard (registered with it), killed on drop. Returns the
+    /// child and its group id.
+    fn spawn_in_group(&self, stdin: Stdio) -> io::Result<(tokio::process::Child, u32)> {
+        guard::ensure_started();
+        let mut cmd = tokio::process::Command::new(&self.program);
+        cmd.args(&self.args)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(cwd) = &self.cwd {
+            cmd.current_dir(cwd);
+        }
+        if self.env_clear {
+            cmd.env_clear();
+        }
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        let worker = std::process::id() as libc::pid_t;
+        // SAFETY: the closure makes only async-signal-safe system calls (guard::pre_exec).
+        unsafe { cmd.pre_exec(move || guard::pre_exec(worker)) };
+        let child = cmd.spawn()?;
+        let pgid = child.id().ok_or_else(|| io::Error::other("the command has no pid"))?;
+        guard::register(pgid as i32);
+        Ok((child, pgid))
+    }
+
     /// Runs the command: output goes to `sink` as it arrives, `cancel` completing ends the
     /// group ([`CommandOutput::cancelled`]), `on_spawn` receives the group id right after the
     /// spawn (to record it, for example, so a lease's stop can end it).
@@ -355,27 +383,8 @@ impl LocalCommand {
         S: OutputSink,
         C: Future<Output = ()>,
     {
-        guard::ensure_started();
-        let mut cmd = tokio::process::Command::new(&self.program);
-        cmd.args(&self.args)
-            .stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        if let Some(cwd) = &self.cwd {
-            cmd.current_dir(cwd);
-        }
-        if self.env_clear {
-            cmd.env_clear();
-        }
-        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        let worker = std::process::id() as libc::pid_t;
-        // SAFETY: the closure makes only async-signal-safe system calls (guard::pre_exec).
-        unsafe { cmd.pre_exec(move || guard::pre_exec(worker)) };
-        let mut child = cmd.spawn()?;
-        let pgid = child.id().ok_or_else(|| io::Error::other("the command has no pid"))?;
-        guard::register(pgid as i32);
+        let stdin = if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() };
+        let (mut child, pgid) = self.spawn_in_group(stdin)?;
         let mut group = GroupGuard { pgid: Some(pgid as i32) };
         on_spawn(pgid);
 
