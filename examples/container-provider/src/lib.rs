@@ -334,7 +334,7 @@ impl SandboxProvider for ContainerProvider {
             cwd: Some(params.cwd.clone().unwrap_or_else(|| settings.workspace.clone())),
             user: settings.user(),
             stdin: params.stdin.as_ref().map(|s| s.clone().into_bytes()),
-            timeout: params.timeout_ms.filter(|&t| t > 0).map(Duration::from_millis),
+            timeout: params.timeout(),
         };
         self.remember(&id, &settings);
         let cancel = cx.cancellation().clone();

@@ -29,7 +29,6 @@
 //!   whole.
 //!
 //! ```no_run
-//! use std::time::Duration;
 //! use paperclip_sandbox_sdk::prelude::*;
 //! use paperclip_sandbox_sdk::process::LocalCommand;
 //!
@@ -39,9 +38,7 @@
 //!     if let Some(stdin) = &params.stdin {
 //!         cmd.stdin(stdin.as_bytes().to_vec());
 //!     }
-//!     if let Some(ms) = params.timeout_ms.filter(|&ms| ms > 0) {
-//!         cmd.timeout(Duration::from_millis(ms));
-//!     }
+//!     cmd.timeout(params.timeout());
 //!     // Streams execute.log, ends the group on timeout or shutdown, answers the result.
 //!     Ok(cmd.execute(&cx).await?)
 //! }
