@@ -9,6 +9,8 @@
 //! [`json_string_units`] measures the encoded length the same way. Both are checked against
 //! `serde_json` on arbitrary text in the tests.
 
+use std::ops::Range;
+
 /// Bytes examined per step over long plain runs: four SSE2 or two AVX2 vectors.
 const BLOCK: usize = 64;
 
@@ -88,16 +90,59 @@ pub fn push_json_string(out: &mut Vec<u8>, text: &str) {
 
 /// [`push_json_string`] without the quotes.
 pub fn push_json_string_contents(out: &mut Vec<u8>, text: &str) {
-    avx2_or_baseline!(push_contents(out: &mut Vec<u8>, text: &str) -> ())
+    escape_into(out, text, usize::MAX, &mut |_, _| {});
+}
+
+/// [`push_json_string`] for a writer that can send long stretches of `text` as they are: every
+/// run of at least `min_run` bytes that needs no escape is handed to `run` as a range of
+/// `text` instead of being copied into `out` (the caller sends `text[range]` right after what
+/// `out` holds at that moment, and may take `out`'s bytes first). What `out` receives, with
+/// each run put back in its place, is exactly [`push_json_string`]'s output.
+///
+/// ```
+/// use paperclip_sandbox_protocol::json_text::push_json_string_runs;
+///
+/// let text = format!("{}\n", "a".repeat(100));
+/// let mut parts: Vec<Vec<u8>> = Vec::new();
+/// let mut out = Vec::new();
+/// push_json_string_runs(&mut out, &text, 64, &mut |out, run| {
+///     parts.push(std::mem::take(out));
+///     parts.push(text.as_bytes()[run].to_vec());
+/// });
+/// parts.push(out);
+/// assert_eq!(parts.len(), 3); // `"`, the run of 100 `a`, `\n"`
+/// assert_eq!(parts.concat(), serde_json::to_vec(&text).unwrap());
+/// ```
+pub fn push_json_string_runs(
+    out: &mut Vec<u8>,
+    text: &str,
+    min_run: usize,
+    run: &mut dyn FnMut(&mut Vec<u8>, Range<usize>),
+) {
+    out.push(b'"');
+    escape_into(out, text, min_run, run);
+    out.push(b'"');
+}
+
+/// A run handed over instead of copied (see [`push_json_string_runs`]).
+type RunSink<'a> = &'a mut dyn FnMut(&mut Vec<u8>, Range<usize>);
+
+/// The contents of `text`'s literal, runs of `min_run` plain bytes or more handed to `run`.
+fn escape_into(out: &mut Vec<u8>, text: &str, min_run: usize, run: RunSink<'_>) {
+    avx2_or_baseline!(push_contents(out: &mut Vec<u8>, text: &str, min_run: usize, run: RunSink<'_>) -> ())
 }
 
 #[inline(always)]
-fn push_contents(out: &mut Vec<u8>, text: &str) {
+fn push_contents(out: &mut Vec<u8>, text: &str, min_run: usize, run: RunSink<'_>) {
     let bytes = text.as_bytes();
     let mut start = 0;
     loop {
         let i = next_escape(bytes, start);
-        out.extend_from_slice(&bytes[start..i]);
+        if i - start >= min_run {
+            run(out, start..i);
+        } else {
+            out.extend_from_slice(&bytes[start..i]);
+        }
         let Some(&b) = bytes.get(i) else { return };
         match b {
             b'"' => out.extend_from_slice(b"\\\""),
@@ -226,6 +271,23 @@ mod tests {
             proptest::prop_assert_eq!(json_string_units(&text), js_units(&want));
             let ascii = json_ascii_units(text.as_bytes());
             proptest::prop_assert_eq!(ascii, text.is_ascii().then(|| js_units(&want)));
+        }
+
+        #[test]
+        fn runs_put_back_are_the_literal(text in "(\\PC|[\\x00-\\x1f\"\\\\]){0,40}", repeat in 1usize..40, min_run in 1usize..70) {
+            let text = text.repeat(repeat);
+            let (mut parts, mut out) = (Vec::new(), Vec::new());
+            let mut runs = 0;
+            push_json_string_runs(&mut out, &text, min_run, &mut |out, run| {
+                assert!(run.len() >= min_run);
+                assert!(!text.as_bytes()[run.clone()].iter().any(|&b| needs_escape(b)));
+                runs += 1;
+                parts.push(std::mem::take(out));
+                parts.push(text.as_bytes()[run].to_vec());
+            });
+            parts.push(out);
+            proptest::prop_assert_eq!(parts.concat(), serde_json::to_vec(&text).unwrap());
+            proptest::prop_assert_eq!(parts.len(), 2 * runs + 1);
         }
 
         #[test]

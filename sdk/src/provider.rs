@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 
 use crate::context::Context;
 use crate::error::ProviderError;
-use crate::runtime::Handler;
+use crate::runtime::{Handler, ResultJson};
 
 /// The result of a hook.
 pub type HookResult<T> = Result<T, ProviderError>;
@@ -68,13 +68,13 @@ pub trait DriverConfig {
 #[macro_export]
 macro_rules! __provider_call {
     ($provider:ident, $method:ident, $params:ident, $cx:ident, $hook:ident, $ty:ident) => {
-        $crate::__private::typed($method.as_str(), $params, |p: $ty| $provider.$hook(p, $cx)).await
+        $crate::provider::typed($method.as_str(), $params, |p: $ty| $provider.$hook(p, $cx)).await
     };
     ($provider:ident, $method:ident, $params:ident, $cx:ident, $hook:ident, $ty:ident, $cfg:ident) => {
-        $crate::__private::typed_config(
+        $crate::provider::typed_config(
             $method.as_str(),
             $params,
-            |p: $ty| p.map_config($crate::__private::parse_config::<P::$cfg>),
+            |p: $ty| p.map_config($crate::provider::parse_config::<P::$cfg>),
             |p| $provider.$hook(p, $cx),
         )
         .await
@@ -142,9 +142,9 @@ macro_rules! __provider_items {
         async fn call_hook<P: SandboxProvider + ?Sized>(
             provider: &P,
             method: Method,
-            params: Option<&$crate::__private::RawValue>,
+            params: Option<&serde_json::value::RawValue>,
             cx: $crate::Context,
-        ) -> Result<Box<$crate::__private::RawValue>, $crate::protocol::jsonrpc::ErrorObject> {
+        ) -> Result<$crate::runtime::ResultJson, $crate::protocol::jsonrpc::ErrorObject> {
             match method {
                 $( Method::$marker => {
                     $crate::__provider_call!(provider, method, params, cx, $hook, $params $(, $cfg)?)
@@ -173,12 +173,11 @@ macro_rules! __provider_items {
 paperclip_sandbox_protocol::method_table! { hooks crate::__provider_items }
 
 /// Deserializes a hook's params from the raw text, runs the hook, serializes its result once.
-#[doc(hidden)]
-pub async fn typed<T, R, F, Fut>(
+pub(crate) async fn typed<T, R, F, Fut>(
     method: &'static str,
     params: Option<&RawValue>,
     hook: F,
-) -> Result<Box<RawValue>, ErrorObject>
+) -> Result<ResultJson, ErrorObject>
 where
     T: DeserializeOwned,
     R: Serialize + 'static,
@@ -207,9 +206,9 @@ fn read_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, Erro
 fn answer<R: Serialize + 'static>(
     name: &'static str,
     outcome: HookResult<R>,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<ResultJson, ErrorObject> {
     let result = outcome.map_err(|e| e.to_error_object(name))?;
-    encode_result(&result).map_err(|e| {
+    encode_result(result).map_err(|e| {
         tracing::error!(method = name, error = %e, "hook result does not serialize");
         ProviderError::internal(format!("{name} returned a result that does not serialize"))
             .to_error_object(name)
@@ -235,13 +234,12 @@ impl<P: SandboxProvider> SandboxProvider for std::sync::Arc<P> {
 /// config into the provider's type. A config that does not fit is answered as the contract
 /// says, naming where and what, never the value: `environmentValidateConfig` answers
 /// `{ok: false, errors: [...]}`, every other hook `-32602 Invalid params: ...`.
-#[doc(hidden)]
-pub async fn typed_config<W, T, R, C, F, Fut>(
+pub(crate) async fn typed_config<W, T, R, C, F, Fut>(
     method: &'static str,
     params: Option<&RawValue>,
     convert: C,
     hook: F,
-) -> Result<Box<RawValue>, ErrorObject>
+) -> Result<ResultJson, ErrorObject>
 where
     W: DeserializeOwned,
     R: Serialize + 'static,
@@ -257,9 +255,8 @@ where
     tracing::debug!(method, %error, "config does not fit the provider's config type");
     if method == Method::EnvironmentValidateConfig.as_str() {
         let result = ValidateConfigResult::invalid([error.to_string()]);
-        return Ok(
-            serde_json::value::to_raw_value(&result).expect("a validation result serializes")
-        );
+        let raw = serde_json::value::to_raw_value(&result).expect("a validation result serializes");
+        return Ok(raw.into());
     }
     Err(ErrorObject::invalid_params(error))
 }
@@ -295,8 +292,7 @@ impl std::error::Error for ConfigError {}
 /// Parses the wire's config object into `T`, once. The error names the path and what `T`
 /// expects there; serde's own message is cut to its "expected …" part, because the rest may
 /// quote the value.
-#[doc(hidden)]
-pub fn parse_config<T: DeserializeOwned>(config: JsonObject) -> Result<T, ConfigError> {
+pub(crate) fn parse_config<T: DeserializeOwned>(config: JsonObject) -> Result<T, ConfigError> {
     serde_path_to_error::deserialize(Value::Object(config)).map_err(|e| {
         let mut path = String::from("config");
         for segment in e.path().iter() {
@@ -329,18 +325,17 @@ fn expectation(message: &str) -> String {
 }
 
 /// A hook result as JSON text. An `environmentExecute` result, which may carry megabytes of
-/// output, goes through [`ExecuteResult::write_json`] (the same bytes, escaped a word at a
-/// time); everything else through `serde_json`.
-fn encode_result<T: Serialize + 'static>(result: &T) -> serde_json::Result<Box<RawValue>> {
-    let Some(execute) = (result as &dyn std::any::Any).downcast_ref::<ExecuteResult>() else {
-        return serde_json::value::to_raw_value(result);
-    };
-    let mut out = Vec::new();
-    execute.write_json(&mut out)?;
-    // SAFETY: `write_json` writes one JSON object without surrounding whitespace (its output
-    // equals serde_json's, tested in the protocol crate), so the bytes are UTF-8 and a single
-    // well-formed JSON value.
-    Ok(unsafe { RawValue::from_string_unchecked(String::from_utf8_unchecked(out)) })
+/// output, is written by [`ResultJson::execute`] (the same bytes as `serde_json`'s, escaped a
+/// word at a time, long runs of output sent from where they were collected); everything else
+/// by `serde_json`.
+fn encode_result<T: Serialize + 'static>(result: T) -> serde_json::Result<ResultJson> {
+    let mut slot = Some(result);
+    if let Some(execute) =
+        (&mut slot as &mut dyn std::any::Any).downcast_mut::<Option<ExecuteResult>>()
+    {
+        return ResultJson::execute(execute.take().expect("the result is in its slot"));
+    }
+    serde_json::value::to_raw_value(&slot).map(ResultJson::from)
 }
 
 /// `environmentTask`, validated as the upstream SDK validates it: an operation that breaks a
@@ -351,7 +346,7 @@ async fn environment_task<P: SandboxProvider + ?Sized>(
     provider: &P,
     params: Option<&RawValue>,
     cx: Context,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<ResultJson, ErrorObject> {
     typed(Method::EnvironmentTask.as_str(), params, |p: EnvironmentTaskParams| async move {
         p.operation.validate().map_err(ProviderError::invalid_params)?;
         let (operation, task_id) = (p.operation.clone(), p.task_id.clone());
@@ -379,7 +374,7 @@ impl<P: SandboxProvider> Handler for ProviderHandler<P> {
         method: Method,
         params: Option<&RawValue>,
         cx: Context,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<ResultJson, ErrorObject> {
         match method {
             Method::EnvironmentTask => environment_task(&self.0, params, cx).await,
             _ => call_hook(&self.0, method, params, cx).await,
@@ -400,10 +395,18 @@ mod tests {
         let execute = ExecuteResult::exited(3)
             .with_stdout("line \"one\"\n\u{1}é".repeat(100))
             .with_stderr("warn\t");
-        let raw = encode_result(&execute).unwrap();
-        assert_eq!(raw.get(), serde_json::to_string(&execute).unwrap());
+        let json = encode_result(execute.clone()).unwrap();
+        assert_eq!(json.text(), serde_json::to_string(&execute).unwrap());
         let lease = serde_json::json!({"providerLeaseId": "x\n", "metadata": {}});
-        assert_eq!(encode_result(&lease).unwrap().get(), lease.to_string());
+        assert_eq!(encode_result(lease.clone()).unwrap().text(), lease.to_string());
+    }
+
+    #[test]
+    fn long_execute_output_is_sent_from_where_it_was_collected() {
+        let stdout = "a".repeat(1 << 20);
+        let at = stdout.as_ptr();
+        let json = encode_result(ExecuteResult::exited(0).with_stdout(stdout)).unwrap();
+        assert!(json.parts().iter().any(|p| p.as_ptr() == at), "not copied");
     }
 
     /// A provider writing every hook: what `#[provider]` generates for it must be the SDK's

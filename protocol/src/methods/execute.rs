@@ -136,10 +136,28 @@ impl ExecuteResult {
     /// ([`push_json_string`](crate::json_text::push_json_string)) rather than a byte at a time.
     /// For answers carrying megabytes of output.
     pub fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        out.reserve(self.stdout.len() + self.stderr.len() + 96);
+        self.write_json_with(out, |out, stream| {
+            let text = match stream {
+                OutputStream::Stdout => &self.stdout,
+                OutputStream::Stderr => &self.stderr,
+            };
+            crate::json_text::push_json_string(out, text);
+        })
+    }
+
+    /// [`write_json`](Self::write_json) where `output` writes the JSON string literal of each
+    /// output stream in its place (the result's own `stdout` and `stderr` are not read): for
+    /// a writer that keeps the output text where it is and sends long runs of it without a
+    /// copy ([`push_json_string_runs`](crate::json_text::push_json_string_runs)).
+    pub fn write_json_with(
+        &self,
+        out: &mut Vec<u8>,
+        mut output: impl FnMut(&mut Vec<u8>, OutputStream),
+    ) -> serde_json::Result<()> {
         use std::io::Write as _;
         // Every field, so that a new one cannot be forgotten here.
-        let ExecuteResult { exit_code, signal, timed_out, stdout, stderr, metadata } = self;
-        out.reserve(stdout.len() + stderr.len() + 96);
+        let ExecuteResult { exit_code, signal, timed_out, stdout: _, stderr: _, metadata } = self;
         out.extend_from_slice(b"{\"exitCode\":");
         match exit_code {
             Some(code) => write!(out, "{code}").map_err(serde_json::Error::io)?,
@@ -154,9 +172,9 @@ impl ExecuteResult {
         } else {
             b",\"timedOut\":false,\"stdout\":"
         });
-        crate::json_text::push_json_string(out, stdout);
+        output(out, OutputStream::Stdout);
         out.extend_from_slice(b",\"stderr\":");
-        crate::json_text::push_json_string(out, stderr);
+        output(out, OutputStream::Stderr);
         if let Some(metadata) = metadata {
             out.extend_from_slice(b",\"metadata\":");
             serde_json::to_writer(&mut *out, metadata)?;

@@ -29,6 +29,7 @@ use paperclip_sandbox_protocol::methods::{
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use super::result_json::ResultJson;
 use super::shared::{Handler, Shared};
 use crate::context::{CancellationToken, Context};
 
@@ -68,7 +69,7 @@ pub(crate) async fn prepare_idle_sleep(
     shared: &Shared,
     params: Option<&RawValue>,
     cx: Context,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<ResultJson, ErrorObject> {
     let echo = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
     let request = params.and_then(|p| serde_json::from_str::<PrepareIdleSleepParams>(p.get()).ok());
     let verdict = if !shared.initialized.load(Ordering::SeqCst) {
@@ -82,7 +83,7 @@ pub(crate) async fn prepare_idle_sleep(
                     shared.call_hook(Method::PrepareIdleSleep, params, cx).await.map_err(|e| {
                         tracing::debug!(code = e.code, "idle_drain failed; answering unknown");
                     })?;
-                serde_json::from_str::<BackgroundWork>(raw.get()).map_err(|_| ())
+                serde_json::from_str::<BackgroundWork>(&raw.text()).map_err(|_| ())
             },
         );
         shared.idle.prepare(request, hook).await
@@ -98,15 +99,15 @@ pub(crate) async fn prepare_idle_sleep(
     Ok(raw(&Value::Object(answer).to_string()))
 }
 
-fn raw(text: &str) -> Box<RawValue> {
-    RawValue::from_string(text.to_owned()).expect("a JSON literal")
+fn raw(text: &str) -> ResultJson {
+    RawValue::from_string(text.to_owned()).expect("a JSON literal").into()
 }
 
 pub(crate) async fn initialize(
     shared: &Shared,
     params: Option<&RawValue>,
     cx: Context,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<ResultJson, ErrorObject> {
     if shared.initialized.swap(true, Ordering::SeqCst) {
         return Err(ErrorObject::new(ErrorCode::WorkerError, "Worker already initialized"));
     }
@@ -126,7 +127,7 @@ pub(crate) async fn health(
     shared: &Shared,
     params: Option<&RawValue>,
     cx: Context,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<ResultJson, ErrorObject> {
     if shared.implements(Method::Health) {
         return shared.call_hook(Method::Health, params, cx).await;
     }
@@ -137,7 +138,7 @@ pub(crate) async fn config_changed(
     shared: &Shared,
     params: Option<&RawValue>,
     cx: Context,
-) -> Result<Box<RawValue>, ErrorObject> {
+) -> Result<ResultJson, ErrorObject> {
     if shared.implements(Method::ConfigChanged) {
         shared.call_hook(Method::ConfigChanged, params, cx).await?;
     }

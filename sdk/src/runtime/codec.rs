@@ -17,12 +17,15 @@ use std::borrow::Cow;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bytes::Bytes;
+
 use paperclip_sandbox_protocol::jsonrpc::{trim_line, ErrorObject, Id, Message, Response};
 use serde::Serialize;
-use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{oneshot, Notify};
 use tokio::task::JoinHandle;
+
+use super::result_json::{ResultJson, SPLICE_MIN};
 
 /// The default inbound frame cap: 64 MiB.
 pub const DEFAULT_FRAME_LIMIT: usize = 64 * 1024 * 1024;
@@ -276,7 +279,7 @@ struct OutboxState {
     buf: Vec<u8>,
     /// Large parts of frames queued as they are, without a copy into `buf`: each goes out
     /// right before the byte of `buf` at its offset (offsets in order).
-    spliced: Vec<(usize, Vec<u8>)>,
+    spliced: Vec<(usize, Bytes)>,
     /// The bytes of `spliced`.
     spliced_len: usize,
     /// Flush requests: answered once everything queued before them is written and flushed.
@@ -333,13 +336,13 @@ impl Drop for FrameSink {
 
 /// Large parts of a frame being appended, queued without a copy.
 struct Splicer {
-    parts: Vec<(usize, Vec<u8>)>,
+    parts: Vec<(usize, Bytes)>,
 }
 
 impl Splicer {
     /// Queues `part` as the next bytes of the frame, after what `buf` (the frame's buffer)
     /// holds so far.
-    fn splice(&mut self, buf: &[u8], part: Vec<u8>) {
+    fn splice(&mut self, buf: &[u8], part: Bytes) {
         self.parts.push((buf.len(), part));
     }
 }
@@ -513,16 +516,19 @@ impl FrameSink {
     }
 
     /// Queues the success response `{"jsonrpc":"2.0","id":<id>,"result":<result>}` with an
-    /// already serialized result: exactly the line [`Response::success`] gives for it. A
-    /// large result (megabytes of command output) is queued as it is, not copied.
-    pub(crate) fn send_result(&self, id: &Id, result: Box<RawValue>) -> bool {
-        if result.get().len() < SPLICE_MIN {
-            return self.send_result_json(id, result.get());
-        }
-        let result = Box::<str>::from(result).into_boxed_bytes().into_vec();
+    /// already serialized result: exactly the line [`Response::success`] gives for it. Parts
+    /// of the result of [`SPLICE_MIN`] bytes or more (megabytes of command output) are queued
+    /// as they are, not copied.
+    pub(crate) fn send_result(&self, id: &Id, result: ResultJson) -> bool {
         self.append_spliced(|buf, splicer| {
             result_prefix(buf, id)?;
-            splicer.splice(buf, result);
+            for part in result.parts() {
+                if part.len() >= SPLICE_MIN {
+                    splicer.splice(buf, part.clone());
+                } else {
+                    buf.extend_from_slice(part);
+                }
+            }
             buf.push(b'}');
             Ok::<(), serde_json::Error>(())
         })
@@ -566,9 +572,6 @@ impl FrameSink {
         let _ = rx.await;
     }
 }
-
-/// Results at least this long are queued without a copy ([`FrameSink::send_result`]).
-const SPLICE_MIN: usize = 64 * 1024;
 
 /// `{"jsonrpc":"2.0","id":<id>,"result":`, the start of a success response.
 fn result_prefix(buf: &mut Vec<u8>, id: &Id) -> serde_json::Result<()> {
@@ -803,14 +806,15 @@ mod tests {
     async fn raw_answers_are_the_lines_of_response_messages() {
         let (tx, mut rx) = tokio::io::duplex(1 << 20);
         let (sink, task) = spawn_writer(tx);
-        let small: Box<RawValue> = serde_json::from_str(r#"{"a":[1,"x"]}"#).unwrap();
+        let small: Box<serde_json::value::RawValue> =
+            serde_json::from_str(r#"{"a":[1,"x"]}"#).unwrap();
         // Queued without a copy, between the frames around it.
         let large = serde_json::value::to_raw_value(&"x\"y".repeat(SPLICE_MIN)).unwrap();
         let error = ErrorObject::method_not_found("nope").with_data(serde_json::json!({"k": 1}));
         let ids = [Id::from(7u64), Id::from("host-1"), Id::from(-3i64)];
         let mut want = String::new();
         for (id, result) in ids.iter().zip([&small, &large, &small]) {
-            assert!(sink.send_result(id, result.clone()));
+            assert!(sink.send_result(id, result.clone().into()));
             assert!(sink.send_error(Some(id), &error));
             let value: serde_json::Value = serde_json::from_str(result.get()).unwrap();
             want += &Message::from(Response::success(id.clone(), value)).to_line();
@@ -820,6 +824,31 @@ mod tests {
         want += &Message::from(Response::error(None, error.clone())).to_line();
         drop(sink);
         task.await.unwrap().unwrap();
+        let mut all = String::new();
+        rx.read_to_string(&mut all).await.unwrap();
+        assert_eq!(all, want);
+    }
+
+    #[tokio::test]
+    async fn an_execute_result_in_parts_is_the_line_of_its_response() {
+        use paperclip_sandbox_protocol::methods::ExecuteResult;
+        let (tx, mut rx) = tokio::io::duplex(1 << 20);
+        let (sink, task) = spawn_writer(tx);
+        let run = "a".repeat(SPLICE_MIN + 1);
+        let result = ExecuteResult::exited(0)
+            .with_stdout(format!("{run}\n\"{run}"))
+            .with_stderr(format!("é\t{run}"));
+        let parts = ResultJson::execute(result.clone()).unwrap();
+        assert!(parts.parts().len() > 3, "the long runs are parts of their own");
+        let id = Id::from(9u64);
+        assert!(sink.send_result(&id, parts));
+        assert!(sink.send_error(Some(&id), &ErrorObject::method_not_found("after")));
+        drop(sink);
+        task.await.unwrap().unwrap();
+        let value = serde_json::to_value(&result).unwrap();
+        let mut want = Message::from(Response::success(id.clone(), value)).to_line();
+        let error = ErrorObject::method_not_found("after");
+        want += &Message::from(Response::error(Some(id), error)).to_line();
         let mut all = String::new();
         rx.read_to_string(&mut all).await.unwrap();
         assert_eq!(all, want);

@@ -19,6 +19,7 @@ use tokio::sync::{watch, Semaphore};
 
 use super::codec::FrameSink;
 use super::peer::Peer;
+use super::result_json::ResultJson;
 use crate::context::{CancellationSource, Context};
 use crate::idle::IdleGate;
 
@@ -38,7 +39,7 @@ pub(crate) trait Handler: Send + Sync + 'static {
         method: Method,
         params: Option<&RawValue>,
         cx: Context,
-    ) -> Result<Box<RawValue>, ErrorObject>;
+    ) -> Result<ResultJson, ErrorObject>;
 
     /// Handles one host→worker notification (unknown ones are ignored), one at a time, in
     /// arrival order.
@@ -84,7 +85,7 @@ impl Shared {
         method: Method,
         params: Option<&RawValue>,
         cx: Context,
-    ) -> Result<Box<RawValue>, ErrorObject> {
+    ) -> Result<ResultJson, ErrorObject> {
         match CatchUnwind(self.handler.call(method, params, cx)).await {
             Ok(answer) => answer,
             Err(payload) => {

@@ -28,10 +28,12 @@ use crate::runtime::shared::Handler;
 struct Typed;
 
 /// What a handler answers: the result's JSON, or the error.
-type Answer = Result<Box<RawValue>, ErrorObject>;
+type Answer = Result<crate::runtime::ResultJson, ErrorObject>;
 
 fn answer<T: serde::Serialize>(value: T) -> Answer {
-    serde_json::value::to_raw_value(&value).map_err(|e| ErrorObject::new(-32603, e.to_string()))
+    serde_json::value::to_raw_value(&value)
+        .map(Into::into)
+        .map_err(|e| ErrorObject::new(-32603, e.to_string()))
 }
 
 #[async_trait]
