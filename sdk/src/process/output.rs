@@ -50,8 +50,10 @@ pub(crate) struct Collected {
     pub truncated: bool,
 }
 
-/// The text of one read, ready to stream ([`Collected::piece`]).
-#[derive(Debug, Clone, Copy)]
+/// The text of one read, ready to stream ([`Collected::piece`]). Not `Copy`:
+/// [`Collected::commit`] consumes it, so a piece cannot be read again after a commit may have
+/// cut the text it points into.
+#[derive(Debug)]
 pub(crate) struct Piece {
     start: usize,
     end: usize,
