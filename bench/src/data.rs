@@ -39,7 +39,7 @@ pub struct DataConfig {
 impl Default for DataConfig {
     fn default() -> Self {
         Self {
-            rounds: 3,
+            rounds: 5,
             output_bytes: 48 << 20,
             small_lines: 50_000,
             b64_bytes: 16 << 20,
