@@ -77,6 +77,20 @@ pub(crate) fn ensure_started() {
 ///
 /// `worker` is the worker's pid, read before the fork.
 pub(crate) fn pre_exec(worker: libc::pid_t) -> io::Result<()> {
+    // SAFETY: signal (sigaction), sigemptyset and sigprocmask are async-signal-safe.
+    unsafe {
+        // Every signal back to its default and none blocked, as Node (libuv) starts every child:
+        // what the worker inherited (a shell's background job ignores SIGINT and SIGQUIT) is
+        // not the commands' business.
+        for sig in 1..=31 {
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    }
     #[cfg(target_os = "linux")]
     // SAFETY: setpgid, prctl, getppid, getpid and send are async-signal-safe system calls on
     // plain integers and a stack buffer.

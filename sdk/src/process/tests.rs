@@ -52,6 +52,20 @@ async fn collects_streams_and_delivers_stdin() {
 }
 
 #[tokio::test]
+async fn commands_start_with_default_signal_dispositions() {
+    // The worker ignores SIGUSR2 (as a background job's worker ignores SIGINT and SIGQUIT);
+    // its commands must not.
+    // SAFETY: setting a disposition of this test process; no handler runs.
+    let before = unsafe { libc::signal(libc::SIGUSR2, libc::SIG_IGN) };
+    let (out, _) = run(&sh("grep '^SigIgn' /proc/self/status")).await;
+    // SAFETY: restores what was there.
+    unsafe { libc::signal(libc::SIGUSR2, before) };
+    let mask = out.stdout.split_whitespace().nth(1).expect("a SigIgn line");
+    let ignored = u64::from_str_radix(mask, 16).unwrap();
+    assert_eq!(ignored & (1 << (libc::SIGUSR2 - 1)), 0, "the command ignores SIGUSR2: {mask}");
+}
+
+#[tokio::test]
 async fn a_missing_program_is_not_found() {
     let cmd = LocalCommand::new("/nonexistent/prog");
     let err = cmd.run(&mut (), std::future::pending(), |_| ()).await.unwrap_err();
