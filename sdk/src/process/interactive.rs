@@ -6,7 +6,8 @@ use std::process::{ExitStatus, Stdio};
 
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
-use super::{signal_group, GroupGuard, LocalCommand};
+use super::groups::{signal_group, GroupGuard};
+use super::LocalCommand;
 
 /// A running command whose stdin, stdout and stderr the provider drives itself (see
 /// [`LocalCommand::spawn_interactive`]).

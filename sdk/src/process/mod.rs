@@ -76,11 +76,18 @@ use tokio::time::Instant;
 
 use crate::Context;
 
+mod groups;
 mod guard;
 mod interactive;
 mod output;
+mod sink;
 
+pub use groups::{
+    end_all_groups, kill_process_group, live_groups, process_group_exists, signal_name,
+};
+use groups::{signal_group, GroupGuard};
 pub use interactive::InteractiveProcess;
+pub use sink::{sink_fn, OutputSink, SinkFn};
 
 use output::Collected;
 
@@ -121,67 +128,6 @@ pub(crate) fn widen_pipe(pipe: Option<&impl std::os::fd::AsRawFd>) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = pipe;
-}
-
-/// Where a running command's output goes as it arrives.
-///
-/// [`Context`] streams it to the host as `execute.log`, waiting while the host does not read;
-/// `()` discards it. A sink that waits holds the command back (it blocks on its pipe).
-pub trait OutputSink: Send {
-    /// Takes one chunk of text (never empty, at most 64 KiB of output).
-    fn chunk<'a>(
-        &'a mut self,
-        stream: OutputStream,
-        text: &'a str,
-    ) -> impl Future<Output = ()> + Send + 'a;
-}
-
-impl OutputSink for () {
-    async fn chunk<'a>(&'a mut self, _stream: OutputStream, _text: &'a str) {}
-}
-
-impl OutputSink for Context {
-    async fn chunk<'a>(&'a mut self, stream: OutputStream, text: &'a str) {
-        self.send_execute_log(stream, text).await;
-    }
-}
-
-impl OutputSink for &Context {
-    async fn chunk<'a>(&'a mut self, stream: OutputStream, text: &'a str) {
-        self.send_execute_log(stream, text).await;
-    }
-}
-
-/// An [`OutputSink`] calling `f` with each chunk, without waiting (so without backpressure):
-/// for tests, or to transform output before handing it on.
-///
-/// ```
-/// use paperclip_sandbox_sdk::process::{sink_fn, OutputSink};
-/// let mut seen = String::new();
-/// let _sink = sink_fn(|_stream, text: &str| seen.push_str(text));
-/// ```
-pub fn sink_fn<F: FnMut(OutputStream, &str) + Send>(f: F) -> SinkFn<F> {
-    SinkFn(f)
-}
-
-/// The sink of [`sink_fn`].
-#[derive(Debug, Clone)]
-pub struct SinkFn<F>(F);
-
-impl<F: FnMut(OutputStream, &str) + Send> OutputSink for SinkFn<F> {
-    async fn chunk<'a>(&'a mut self, stream: OutputStream, text: &'a str) {
-        (self.0)(stream, text);
-    }
-}
-
-impl<S: OutputSink> OutputSink for &mut S {
-    fn chunk<'a>(
-        &'a mut self,
-        stream: OutputStream,
-        text: &'a str,
-    ) -> impl Future<Output = ()> + Send + 'a {
-        (**self).chunk(stream, text)
-    }
 }
 
 /// A command to run as a local process (see the [module docs](self)).
@@ -539,20 +485,6 @@ async fn write_some<W: tokio::io::AsyncWrite + Unpin>(
     }
 }
 
-/// Ends the process group when dropped, unless disarmed.
-#[derive(Debug)]
-struct GroupGuard {
-    pgid: Option<i32>,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.pgid {
-            signal_group(pgid, libc::SIGKILL);
-        }
-    }
-}
-
 /// How a command run by [`LocalCommand::run`] ended, with its collected output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -627,84 +559,6 @@ impl CommandOutput {
         }
         result
     }
-}
-
-/// Sends `signal` to the group; true when it was delivered.
-fn signal_group(pgid: i32, signal: i32) -> bool {
-    if pgid <= 1 {
-        return false;
-    }
-    // SAFETY: kill(2) takes plain integers and touches no memory of this process.
-    unsafe { libc::kill(-pgid, signal) == 0 }
-}
-
-/// Sends `SIGKILL` to every process of the process group `pgid` (on Unix; elsewhere an
-/// [`io::ErrorKind::Unsupported`] error). A group that no longer exists is not an error.
-pub fn kill_process_group(pgid: u32) -> io::Result<()> {
-    let pgid = i32::try_from(pgid)
-        .ok()
-        .filter(|p| *p > 1)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a process group id"))?;
-    if signal_group(pgid, libc::SIGKILL) {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::ESRCH) {
-        Ok(())
-    } else {
-        Err(err)
-    }
-}
-
-/// True while the process group `pgid` has a member.
-pub fn process_group_exists(pgid: u32) -> bool {
-    i32::try_from(pgid).is_ok_and(|p| p > 1 && guard::group_exists(p))
-}
-
-/// `SIGKILL`s every process group [`LocalCommand`] started in this process that still has
-/// members (background processes of kept groups included); returns how many were signalled.
-/// The runtime calls it when it stops serving; a provider's `shutdown` hook may call it too.
-pub fn end_all_groups() -> usize {
-    guard::kill_all()
-}
-
-/// The process groups [`LocalCommand`] started in this process that still have members.
-pub fn live_groups() -> Vec<u32> {
-    guard::live().into_iter().map(|g| g as u32).collect()
-}
-
-/// The conventional name of a signal number (`9` → `"SIGKILL"`); `SIG<n>` when unknown.
-pub fn signal_name(sig: i32) -> String {
-    let known = [
-        (libc::SIGHUP, "SIGHUP"),
-        (libc::SIGINT, "SIGINT"),
-        (libc::SIGQUIT, "SIGQUIT"),
-        (libc::SIGILL, "SIGILL"),
-        (libc::SIGTRAP, "SIGTRAP"),
-        (libc::SIGABRT, "SIGABRT"),
-        (libc::SIGBUS, "SIGBUS"),
-        (libc::SIGFPE, "SIGFPE"),
-        (libc::SIGKILL, "SIGKILL"),
-        (libc::SIGUSR1, "SIGUSR1"),
-        (libc::SIGSEGV, "SIGSEGV"),
-        (libc::SIGUSR2, "SIGUSR2"),
-        (libc::SIGPIPE, "SIGPIPE"),
-        (libc::SIGALRM, "SIGALRM"),
-        (libc::SIGTERM, "SIGTERM"),
-        (libc::SIGCHLD, "SIGCHLD"),
-        (libc::SIGCONT, "SIGCONT"),
-        (libc::SIGSTOP, "SIGSTOP"),
-        (libc::SIGTSTP, "SIGTSTP"),
-        (libc::SIGTTIN, "SIGTTIN"),
-        (libc::SIGTTOU, "SIGTTOU"),
-        (libc::SIGXCPU, "SIGXCPU"),
-        (libc::SIGXFSZ, "SIGXFSZ"),
-        (libc::SIGVTALRM, "SIGVTALRM"),
-        (libc::SIGPROF, "SIGPROF"),
-        (libc::SIGWINCH, "SIGWINCH"),
-        (libc::SIGSYS, "SIGSYS"),
-    ];
-    known.iter().find(|(n, _)| *n == sig).map_or_else(|| format!("SIG{sig}"), |(_, s)| (*s).into())
 }
 
 #[cfg(test)]
