@@ -4,28 +4,27 @@
 //! `loginPty.exit` with the exit code; `loginPtyStop` ends the child and `loginPtyClose`,
 //! keyed by the host route, ends whatever still runs.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::{forward_output, next_notification, SharedStdin};
 use paperclip_sandbox_sdk::prelude::*;
 use paperclip_sandbox_sdk::process::{kill_process_group, LocalCommand};
 use paperclip_sandbox_sdk::protocol::jsonrpc::{Invocation, Notification};
 use paperclip_sandbox_sdk::protocol::methods::{is_login_session_home, LoginCommandKey};
 use paperclip_sandbox_sdk::testing::TestClient;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::ChildStdin;
 
-struct Terminal {
-    route: String,
-    pgid: u32,
-    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
-}
+/// A login terminal: its route, its process group and its input.
+struct Terminal(String, u32, SharedStdin);
 
 #[derive(Default)]
 struct LoginProvider {
+    /// The leases are the directories below it.
     root: PathBuf,
     /// Open terminals by worker session id.
     terminals: Mutex<HashMap<String, Terminal>>,
@@ -36,22 +35,13 @@ struct LoginProvider {
 impl LoginProvider {
     fn session_of_route(&self, route: &str) -> Option<String> {
         let terminals = self.terminals.lock().unwrap();
-        terminals.iter().find(|(_, t)| t.route == route).map(|(s, _)| s.clone())
+        terminals.iter().find(|(_, t)| t.0 == route).map(|(s, _)| s.clone())
     }
 }
 
 #[provider]
 impl SandboxProvider for LoginProvider {
     type Config = JsonObject;
-
-    async fn acquire_lease(
-        &self,
-        params: AcquireLeaseParams,
-        _cx: Context,
-    ) -> HookResult<AcquireLeaseResult> {
-        std::fs::create_dir_all(self.root.join(&params.run_id))?;
-        Ok(Lease::new(params.run_id))
-    }
 
     async fn login_pty_open(
         &self,
@@ -66,26 +56,28 @@ impl SandboxProvider for LoginProvider {
             LoginCommandKey::Claude | LoginCommandKey::Codex | LoginCommandKey::Grok => "sh",
             _ => return Err(ProviderError::invalid_params("unknown loginCommandKey")),
         };
+        let lease = self.root.join(&params.provider_lease_id);
+        if !lease.is_dir() {
+            return Err(ProviderError::worker("no such lease"));
+        }
         let mut cmd = LocalCommand::new(program);
-        cmd.current_dir(self.root.join(&params.provider_lease_id))
-            .env("HOME", &params.session_home);
+        cmd.current_dir(lease).env("HOME", &params.session_home);
         let mut process = cmd.spawn_interactive()?;
         let session = format!("login-{}", params.host_route_id);
         let sender = cx.login_pty_sender(&params.host_route_id, &session);
-        let stdin = Arc::new(tokio::sync::Mutex::new(process.take_stdin()));
-        let mut stdout = process.take_stdout().expect("piped stdout");
-        self.opened.lock().unwrap().push((params.host_route_id.clone(), process.pgid()));
-        self.terminals.lock().unwrap().insert(
-            session.clone(),
-            Terminal { route: params.host_route_id, pgid: process.pgid(), stdin },
-        );
+        let stdin = SharedStdin::take(&mut process);
+        let pgid = process.pgid();
+        self.opened.lock().unwrap().push((params.host_route_id.clone(), pgid));
+        let terminal = Terminal(params.host_route_id, pgid, stdin);
+        self.terminals.lock().unwrap().insert(session.clone(), terminal);
         tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = stdout.read(&mut buf).await {
-                sender.output(&String::from_utf8_lossy(&buf[..n])).await;
-            }
-            let code = process.wait().await.ok().and_then(|status| status.code());
-            sender.exit(code);
+            let output = sender.clone();
+            let ended = forward_output(process, |chunk| {
+                let output = output.clone();
+                async move { output.output(&String::from_utf8_lossy(&chunk)).await }
+            })
+            .await;
+            sender.exit(ended.ok().and_then(|status| status.code()));
         });
         Ok(LoginPtyOpenResult::new(session))
     }
@@ -96,13 +88,9 @@ impl SandboxProvider for LoginProvider {
             let t = terminals
                 .get(&params.worker_session_id)
                 .ok_or_else(|| ProviderError::worker("no such login terminal"))?;
-            t.stdin.clone()
+            t.2.clone()
         };
-        let mut stdin = stdin.lock().await;
-        let pipe = stdin.as_mut().ok_or_else(|| ProviderError::worker("terminal input closed"))?;
-        pipe.write_all(params.data.as_bytes()).await?;
-        pipe.flush().await?;
-        Ok(())
+        stdin.write(params.data.as_bytes()).await
     }
 
     async fn login_pty_stop(&self, params: LoginPtyStopParams, _cx: Context) -> HookResult<()> {
@@ -110,7 +98,7 @@ impl SandboxProvider for LoginProvider {
         let t = terminals
             .get(&params.worker_session_id)
             .ok_or_else(|| ProviderError::worker("no such login terminal"))?;
-        kill_process_group(t.pgid)?;
+        kill_process_group(t.1)?;
         Ok(())
     }
 
@@ -122,7 +110,7 @@ impl SandboxProvider for LoginProvider {
         // Keyed by the route, never by the (informative) session id.
         if let Some(session) = self.session_of_route(&params.host_route_id) {
             if let Some(t) = self.terminals.lock().unwrap().remove(&session) {
-                let _ = kill_process_group(t.pgid);
+                let _ = kill_process_group(t.1);
             }
         }
         Ok(LoginPtyCloseResult::new(params.host_route_id))
@@ -138,16 +126,10 @@ fn open_params(route: &str) -> Value {
 
 /// The next notification of `method` for `route`, skipping others.
 async fn next_of(client: &TestClient, method: &str, route: &str) -> Notification {
-    loop {
-        let note = tokio::time::timeout(Duration::from_secs(20), client.next_notification())
-            .await
-            .expect("a notification in time")
-            .expect("the worker is alive");
-        let params = note.params.clone().unwrap_or_default();
-        if note.method == method && params["hostRouteId"] == route {
-            return note;
-        }
-    }
+    next_notification(client, |n| {
+        n.method == method && n.params.as_ref().is_some_and(|p| p["hostRouteId"] == route)
+    })
+    .await
 }
 
 /// True once no process of group `pgid` is left (waits up to 10 s).
@@ -173,14 +155,12 @@ async fn a_login_terminal_runs_sh_in_the_lease_and_reports_its_output_and_exit()
     for m in ["loginPtyOpen", "loginPtyInput", "loginPtyStop", "loginPtyClose"] {
         assert!(advertised.iter().any(|a| a == m), "{m} in {advertised:?}");
     }
-    client
-        .call_raw(
-            "environmentAcquireLease",
-            json!({"driverKey": "login", "companyId": "c1", "environmentId": "e1",
-                   "config": {}, "runId": "lease-1"}),
-        )
-        .await
-        .unwrap();
+    std::fs::create_dir_all(root.join("lease-1")).unwrap();
+    // A lease the provider does not have is refused.
+    let mut unknown = open_params("route-0");
+    unknown["providerLeaseId"] = json!("lease-9");
+    let refused = client.call_raw("loginPtyOpen", unknown).await.unwrap_err();
+    assert_eq!(refused.code, -32002, "{refused:?}");
 
     // A session home of another shape is refused before anything starts.
     let mut bad = open_params("route-0");
