@@ -338,26 +338,55 @@ fn encode_result<T: Serialize + 'static>(result: T) -> serde_json::Result<Result
     serde_json::value::to_raw_value(&slot).map(ResultJson::from)
 }
 
-/// `environmentTask`, validated as the upstream SDK validates it: an operation that breaks a
-/// rule of the operation union is `-32602` without calling the hook; a result that breaks a
-/// rule of the result union, or does not answer the operation (another `taskId`, another
-/// kind), is `-32002 Invalid plugin-provided Runner execution response`.
+/// `environmentTask`, validated as the upstream SDK validates it
+/// (`packages/plugins/sdk/src/worker-rpc-host.ts` parses the operation with the zod schema of
+/// `environment-tasks.ts` and answers any failure as a worker error): an operation that is
+/// missing, outside the operation union or breaks one of its rules is `-32002 Invalid
+/// environmentTask operation: <path>: <rule>` without calling the hook; a result that breaks
+/// a rule of the result union, or does not answer the operation (another `taskId`, another
+/// kind), is `-32002 Invalid plugin-provided Runner execution response`. Other params that do
+/// not fit their types stay `-32602`.
 async fn environment_task<P: SandboxProvider + ?Sized>(
     provider: &P,
     params: Option<&RawValue>,
     cx: Context,
 ) -> Result<ResultJson, ErrorObject> {
-    typed(Method::EnvironmentTask.as_str(), params, |p: EnvironmentTaskParams| async move {
-        p.operation.validate().map_err(ProviderError::invalid_params)?;
-        let (operation, task_id) = (p.operation.clone(), p.task_id.clone());
-        let result = provider.environment_task(p, cx).await?;
-        if let Err(e) = result.check_answers(&operation, &task_id) {
-            tracing::warn!(rule = %e, "environmentTask result refused");
-            return Err(ProviderError::worker(TASK_RESPONSE_MISMATCH_MESSAGE));
+    let name = Method::EnvironmentTask.as_str();
+    let refused = |why: &dyn std::fmt::Display| {
+        ProviderError::worker(format!("Invalid {name} operation: {why}")).to_error_object(name)
+    };
+    let p: EnvironmentTaskParams = match read_params(params) {
+        Ok(p) => p,
+        Err(e) => {
+            // Which part does not fit: the operation (a worker error, as upstream) or the rest.
+            let value = params.map_or_else(|| json!({}), raw_to_value);
+            return Err(match crate::error::params_from_value::<TaskOperationOnly>(value) {
+                Err(op) => {
+                    refused(&op.message.strip_prefix("Invalid params: ").unwrap_or(&op.message))
+                }
+                Ok(_) => e,
+            });
         }
-        Ok(result)
-    })
-    .await
+    };
+    if let Err(rule) = p.operation.validate() {
+        return Err(refused(&rule));
+    }
+    let (operation, task_id) = (p.operation.clone(), p.task_id.clone());
+    let outcome = provider.environment_task(p, cx).await.and_then(|result| {
+        result.check_answers(&operation, &task_id).map(|()| result).map_err(|e| {
+            tracing::warn!(rule = %e, "environmentTask result refused");
+            ProviderError::worker(TASK_RESPONSE_MISMATCH_MESSAGE)
+        })
+    });
+    answer(name, outcome)
+}
+
+/// The operation of `environmentTask` params alone, to tell a bad operation from other bad
+/// params.
+#[derive(serde::Deserialize)]
+struct TaskOperationOnly {
+    #[serde(rename = "operation")]
+    _operation: TaskOperation,
 }
 
 /// Adapts a [`SandboxProvider`] to the runtime's [`Handler`].

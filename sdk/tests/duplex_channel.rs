@@ -2,23 +2,23 @@
 //! writes `echo hi\n` and `exit\n` as base64 and receives `hi` and the exit as
 //! `duplexChannel.data` / `duplexChannel.exit` notifications (real process, real pipes).
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
+use common::{forward_output, next_notification, SharedStdin};
 use paperclip_sandbox_sdk::prelude::*;
 use paperclip_sandbox_sdk::process::LocalCommand;
 use paperclip_sandbox_sdk::protocol::methods::ChannelBytes;
 use paperclip_sandbox_sdk::testing::TestClient;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::ChildStdin;
 
 struct Channel {
     session: String,
     pgid: u32,
-    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    stdin: SharedStdin,
 }
 
 #[derive(Default)]
@@ -53,21 +53,19 @@ impl SandboxProvider for ShellProvider {
         let mut process = cmd.spawn_interactive()?;
         let session = format!("s-{}", params.host_route_id);
         let sender = cx.duplex_channel_sender(&params.host_route_id, &session);
-        let stdin = Arc::new(tokio::sync::Mutex::new(process.take_stdin()));
-        let mut stdout = process.take_stdout().expect("piped stdout");
+        let stdin = SharedStdin::take(&mut process);
         self.channels.lock().unwrap().insert(
             params.host_route_id.clone(),
             Channel { session: session.clone(), pgid: process.pgid(), stdin },
         );
         tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                sender.data(&buf[..n]).await;
-            }
-            match process.wait().await {
+            let data = sender.clone();
+            let ended = forward_output(process, |chunk| {
+                let data = data.clone();
+                async move { data.data(&chunk).await }
+            })
+            .await;
+            match ended {
                 Ok(status) => sender.exit(status.code()),
                 Err(_) => sender.transport_closed(),
             }
@@ -88,11 +86,7 @@ impl SandboxProvider for ShellProvider {
                 .ok_or_else(|| ProviderError::worker("no such channel"))?;
             c.stdin.clone()
         };
-        let mut stdin = stdin.lock().await;
-        let pipe = stdin.as_mut().ok_or_else(|| ProviderError::worker("closed"))?;
-        pipe.write_all(params.data.as_bytes()).await?;
-        pipe.flush().await?;
-        Ok(())
+        stdin.write(params.data.as_bytes()).await
     }
 
     async fn duplex_channel_close(
@@ -116,17 +110,9 @@ fn base(extra: serde_json::Value) -> serde_json::Value {
     v
 }
 
-/// The next notification of `method`, skipping others.
+/// The params of the next notification of `method`, skipping others.
 async fn next_of(client: &TestClient, method: &str) -> serde_json::Value {
-    loop {
-        let note = tokio::time::timeout(Duration::from_secs(20), client.next_notification())
-            .await
-            .expect("a notification in time")
-            .expect("the worker is alive");
-        if note.method == method {
-            return note.params.unwrap_or_default();
-        }
-    }
+    next_notification(client, |n| n.method == method).await.params.unwrap_or_default()
 }
 
 #[tokio::test]

@@ -31,6 +31,7 @@ impl SandboxProvider for NoHook {
 struct Drains {
     events: Arc<AtomicUsize>,
     last_cx: Arc<Mutex<Option<Context>>>,
+    tasks: Arc<AtomicUsize>,
 }
 
 #[provider]
@@ -61,6 +62,7 @@ impl SandboxProvider for Drains {
         _: Context,
     ) -> HookResult<TaskResult> {
         // Answers `accepted` whatever the operation: wrong for status and connection.
+        self.tasks.fetch_add(1, Ordering::SeqCst);
         Ok(TaskResult::accepted(params.task_id))
     }
 }
@@ -186,7 +188,9 @@ async fn a_timed_out_host_call_is_background_work_until_the_host_answers() {
 
 #[tokio::test]
 async fn environment_task_operations_and_results_are_checked() {
-    let client = TestClient::new(Drains::default());
+    let drains = Drains::default();
+    let tasks = drains.tasks.clone();
+    let client = TestClient::new(drains);
     client.call_raw("initialize", json!({})).await.unwrap();
     let params = |operation: Value| {
         json!({"driverKey": "d", "companyId": "c", "environmentId": null, "config": {},
@@ -202,22 +206,38 @@ async fn environment_task_operations_and_results_are_checked() {
         (mismatch.code, mismatch.message.as_str()),
         (-32002, "Invalid plugin-provided Runner execution response")
     );
-    // An operation outside the union, or breaking a rule, never reaches the hook.
+    // An operation that is missing, outside the union or breaking a rule never reaches the
+    // hook and is a worker error, as upstream answers its zod parse failure (-32002).
     let unknown =
         client.call_raw("environmentTask", params(json!({"kind": "pause"}))).await.unwrap_err();
-    assert_eq!(unknown.code, -32602);
+    assert_eq!(unknown.code, -32002, "{unknown:?}");
+    assert!(
+        unknown.message.starts_with("Invalid environmentTask operation: operation"),
+        "{unknown:?}"
+    );
+    assert!(!unknown.message.contains("pause"), "the value is not quoted: {unknown:?}");
     let strict = client
         .call_raw("environmentTask", params(json!({"kind": "stop", "force": true})))
         .await
         .unwrap_err();
-    assert_eq!(strict.code, -32602);
+    assert_eq!(strict.code, -32002, "{strict:?}");
+    let mut missing = params(json!({}));
+    missing.as_object_mut().unwrap().remove("operation");
+    let missing = client.call_raw("environmentTask", missing).await.unwrap_err();
+    assert_eq!(missing.code, -32002, "{missing:?}");
     let submit = json!({"kind": "submit", "projectIds": ["not-a-uuid"], "bootstrapTicket": "secret-ticket",
         "runner": {"protocolMin": 1, "protocolMax": 1, "harness": "h", "runnerId": "r", "leaseId": "l",
                    "runId": "r", "sessionId": "s", "turnId": "t", "itemId": "i"}});
     let rule = client.call_raw("environmentTask", params(submit)).await.unwrap_err();
-    assert_eq!(rule.code, -32602);
+    assert_eq!(rule.code, -32002);
     assert!(
         rule.message.contains("operation.projectIds.0") && !rule.message.contains("secret-ticket"),
         "{rule:?}"
     );
+    // Params other than the operation that do not fit their types stay invalid params.
+    let mut no_task = params(json!({"kind": "stop"}));
+    no_task.as_object_mut().unwrap().remove("taskId");
+    let no_task = client.call_raw("environmentTask", no_task).await.unwrap_err();
+    assert_eq!(no_task.code, -32602, "{no_task:?}");
+    assert_eq!(tasks.load(Ordering::SeqCst), 2, "only the stop and the status reached the hook");
 }

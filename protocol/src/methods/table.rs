@@ -36,8 +36,10 @@
 /// `method_table!(items)` expands to the protocol crate's generated items (used once, in
 /// `methods`); `method_table!(hooks path::to::callback)` calls `callback! { … }` with one
 /// `Marker hook(Params) -> Result;` line per hooked request, then `notify` and one
-/// `hook "wireName";` line per hooked notification (the SDK generates its trait from it).
-/// `__method_items!` and `__method_hooks!` can be called with a table of their own, which is
+/// `hook "wireName";` line per hooked notification (the SDK generates its trait from it);
+/// `method_table!(rows path::to::callback)` calls `callback! { methods { … } host_calls { … }
+/// notifications { … } }` with the whole table as written, docs included (the book's method
+/// reference is rendered from it). `__method_items!` and `__method_hooks!` can be called with a table of their own, which is
 /// how a test shows that a new row is all a new method needs.
 #[doc(hidden)]
 #[macro_export]
@@ -52,6 +54,7 @@ macro_rules! method_table {
 macro_rules! __method_table_rows {
     (items) => { $crate::__method_table_rows! { @ $crate::__method_items } };
     (hooks $callback:path) => { $crate::__method_table_rows! { @ $crate::__method_hooks; $callback } };
+    (rows $callback:path) => { $crate::__method_table_rows! { @ $callback } };
     (@ $generator:path $(; $callback:path)?) => {
         $generator! {
             $($callback;)?
