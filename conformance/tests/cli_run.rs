@@ -130,6 +130,37 @@ fails_exactly! {
     secret_echoed_in_an_error: HandWritten("secret-in-error.cjs") => ["secrets.no-leak"];
     worker_ignoring_shutdown_and_eof: HandWritten("ignores-shutdown.cjs")
         => ["shutdown.on-request", "shutdown.on-stdin-eof"];
+    leases_that_cannot_be_ended: HandWritten("cannot-end-leases.cjs") => [
+        "lifecycle.release",
+        "lifecycle.resume-destroyed",
+        "lifecycle.destroy-idempotent",
+        "ledger.clean"
+    ];
+}
+
+/// A `--filter` that leaves `ledger.clean` out does not hide stuck leases: the selected checks
+/// created one, so the ledger is still swept and judged, and the run fails.
+#[test]
+fn ledger_is_judged_even_when_the_filter_leaves_it_out() {
+    let (code, report) = run_json("cannot-end-leases.cjs", &["--filter", "execute.exit-code"]);
+    let checks = report["checks"].as_array().unwrap();
+    let ids: Vec<&str> = checks.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["execute.exit-code", "ledger.clean"], "{report}");
+    assert_eq!(checks[0]["status"], "PASS");
+    assert_eq!(checks[1]["status"], "FAIL", "{}", checks[1]);
+    assert!(checks[1]["actual"].as_str().unwrap().contains("1 of 1 left"), "{}", checks[1]);
+    assert!(checks[1]["notes"].to_string().contains("--filter did not select it"));
+    assert_eq!(code, 1, "a stuck lease fails the run whatever the filter");
+    // A worker that ends its leases passes the same filtered run.
+    let (code, report) = run_json("correct.cjs", &["--filter", "execute.exit-code"]);
+    assert_eq!(
+        ids_with(&report, "PASS"),
+        BTreeSet::from(["execute.exit-code".into(), "ledger.clean".into()])
+    );
+    assert_eq!(code, 0);
+    // A filtered run that creates no lease has no ledger row.
+    let (_, report) = run_json("correct.cjs", &["--filter", "framing.id-echo"]);
+    assert_eq!(report["checks"].as_array().unwrap().len(), 1, "{report}");
 }
 
 /// The paths of a manifest and a worker of the official-SDK fixture project, its npm
