@@ -240,6 +240,12 @@ impl Exec {
     }
 }
 
+impl From<String> for Exec {
+    fn from(script: String) -> Exec {
+        Exec::sh(script)
+    }
+}
+
 /// A call (or a way of calling) the host makes only under conditions; checks are gated on
 /// these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
