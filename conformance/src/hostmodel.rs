@@ -17,7 +17,8 @@
 //! - **Transfers without native sync** ([`upload_steps`], [`download_steps`]): base64 over
 //!   `environmentExecute` stdin and stdout, chunked as the host chunks it.
 //!
-//! The book's chapter "Testing with sandbox-conformance" lists these rules for users.
+//! The book's chapter "Conformance in CI", section "How the harness plays the host", lists
+//! these rules for users, each with the upstream file it comes from.
 
 use paperclip_sandbox_protocol::capabilities::Capability;
 use paperclip_sandbox_protocol::methods::name;
@@ -240,6 +241,12 @@ impl Exec {
     }
 }
 
+impl From<String> for Exec {
+    fn from(script: String) -> Exec {
+        Exec::sh(script)
+    }
+}
+
 /// A call (or a way of calling) the host makes only under conditions; checks are gated on
 /// these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,9 +279,23 @@ pub enum HostCall {
 //   byte-identical base64 fallback is used.
 // - StreamedOutput: the execute.log sink is consumed when incrementalSessionOutput is
 //   effective (opt-in key, SANDBOX_PROVIDER_CAPABILITIES.md).
-// - ControlCommands: the process-session bridge sends concurrent one-shot control execs
-//   (`bypassSession: true`) while the long session command runs, only when
-//   independentControlCommands is effective.
+// - ControlCommands: gated on independentControlCommands only, NOT on
+//   incrementalSessionOutput. Upstream adapter-utils execution-target.ts
+//   `startAdapterExecutionTargetProcessSessionBridge` runs a long *session* command
+//   (`useSession: true`) with concurrent one-shot stdin/shutdown execs only in its streamed
+//   mode (`streamOutputViaSession`), which acpx-engine/execute.ts turns on exactly when
+//   `effectiveCapabilities.incrementalSessionOutput === true` (`streamAgentSessionOutput`);
+//   older hosts also required persistentProcessSessions and independentControlCommands
+//   (server environment-execution-target tests, "drops session output streaming when the
+//   snapshot removes independent control commands"). But one-shot execs beside a long
+//   command happen for every sandbox target whatever its output capability:
+//   `runAdapterExecutionTargetProcess` runs the adapter command as one long
+//   `runner.execute` while the callback bridge (`startAdapterExecutionTargetPaperclipBridge`,
+//   used for every remote target: `adapterExecutionTargetUsesPaperclipBridge`) polls its
+//   queue, and the run-log tail (`streamRunLogs`, on by default) reads log files, each with
+//   one-shot execs. A provider that runs a lease's commands one at a time stalls those, so
+//   the check runs whenever independentControlCommands is effective; only the long
+//   command's shape follows incrementalSessionOutput ([`control_long_on_session`]).
 // - SessionCommands: `forceSession` is honoured only with persistentProcessSessions.
 // - Stop: `environmentStopLease` exists from paperclip-2026-11 and needs advertisement; the
 //   host requires a receipt with state "stopped".
@@ -312,6 +333,15 @@ pub fn host_makes(call: HostCall, facts: &WorkerFacts, profile: HostProfile) -> 
             }
         }
     }
+}
+
+/// Whether the long command beside which the host sends one-shot control commands is a
+/// session command: yes where the host streams a process session (incrementalSessionOutput
+/// effective: the streamed bridge's `useSession: true` launch), else a one-shot (the adapter
+/// command the callback bridge and the run-log tail poll beside). See the ControlCommands
+/// rule of [`host_makes`].
+pub fn control_long_on_session(facts: &WorkerFacts) -> bool {
+    facts.has(Capability::IncrementalSessionOutput)
 }
 
 /// The method the host (and the harness's ledger) uses to end a lease for good: destroy when

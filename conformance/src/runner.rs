@@ -425,50 +425,27 @@ pub fn empty_report(options: &RunOptions) -> RunReport {
 /// Errors only when the harness cannot run at all (bad files or options, a filter that selects
 /// nothing, a baseline naming unknown checks, a worker that cannot be spawned).
 pub fn run(options: RunOptions) -> Result<RunReport, HarnessError> {
-    let started = Instant::now();
     let selected = select(options.filter.as_deref())?;
-    let expected_failures = match &options.baseline {
-        Some(path) => {
-            let ids = baseline::load(path)?;
-            let unknown: Vec<&String> = ids.iter().filter(|id| find(id).is_none()).collect();
-            if !unknown.is_empty() {
-                return Err(HarnessError::BadFile {
-                    path: path.clone(),
-                    message: format!(
-                        "the baseline names checks that do not exist: {} (see `sandbox-conformance run --list`)",
-                        unknown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-                    ),
-                });
-            }
-            ids
-        }
-        None => vec![],
-    };
-    let env = prepare(options)?;
-    let observations = Observations::default();
-    let ledger = Ledger::default();
-    let (main, facts) = start_main(&env, &observations, "main")?;
-    let mut main = Some(main);
-    // Start the fresh workers of the Fresh-scope checks now, so that their start-up overlaps
-    // with the main-session checks.
-    let fresh_count = selected
-        .iter()
-        .filter(|c| c.scope == Scope::Fresh && skip_reason(c, &env, &facts).is_none())
-        .count();
-    let mut pool: Vec<Session> = (0..fresh_count)
-        .filter_map(|i| {
-            let label = format!("fresh-{}", i + 1);
-            Session::spawn(&env.options.command, &label, env.session.clone(), observations.clone())
-                .ok()
-        })
-        .collect();
-    let mut report = empty_report(&env.options);
-    report.driver = env.driver_key.clone();
-    report.manifest_source = env.manifest_source.clone();
-    report.manifest_problem = env.manifest_problem.clone();
-    report.supported_methods = facts.supported.clone();
-    report.effective_capabilities = facts.effective.iter().map(|c| c.key().to_owned()).collect();
-    for (i, check) in selected.iter().enumerate() {
+    run_checks(options, &selected).map(|(report, _)| report)
+}
+
+/// The workers and records of one run, shared by every check.
+struct Run<'a> {
+    env: &'a RunEnv,
+    facts: &'a WorkerFacts,
+    observations: &'a Observations,
+    ledger: &'a Ledger,
+    main: Option<Main>,
+    pool: Vec<Session>,
+}
+
+impl Run<'_> {
+    /// Gates, runs and judges one check; `earlier` are the outcomes so far (for BLOCKED).
+    fn judge(
+        &mut self,
+        check: &'static Check,
+        earlier: &[CheckOutcome],
+    ) -> Result<CheckOutcome, HarnessError> {
         let check_started = Instant::now();
         let req = check.requirement();
         let mut outcome = CheckOutcome {
@@ -477,14 +454,23 @@ pub fn run(options: RunOptions) -> Result<RunReport, HarnessError> {
             reference: public_reference(req),
             ..CheckOutcome::new(check.id, req.level, Status::Pass)
         };
-        let skip = skip_reason(check, &env, &facts);
+        let (env, facts) = (self.env, self.facts);
+        let skip = skip_reason(check, env, facts);
         let (result, notes, exchange) = if let Some(reason) = skip {
             (Err(Finding::Skip(reason)), vec![], vec![])
-        } else if let Some((by, reason)) = blocked_by(check, &facts, &report.checks) {
+        } else if let Some((by, reason)) = blocked_by(check, facts, earlier) {
             outcome.blocked_by = Some(by);
             (Err(Finding::Skip(reason)), vec![], vec![])
         } else {
-            run_check(check, &env, &facts, &observations, &ledger, &mut main, &mut pool)
+            run_check(
+                check,
+                env,
+                facts,
+                self.observations,
+                self.ledger,
+                &mut self.main,
+                &mut self.pool,
+            )
         };
         outcome.notes = notes;
         match result {
@@ -513,33 +499,102 @@ pub fn run(options: RunOptions) -> Result<RunReport, HarnessError> {
         }
         outcome.duration_ms =
             u64::try_from(check_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Ok(outcome)
+    }
+}
+
+/// The id of the check that sweeps and judges the lease ledger at the end of a run.
+const LEDGER_CHECK: &str = "ledger.clean";
+
+/// Runs `selected` (in their order) against the worker; returns the report and the run's lease
+/// ledger.
+///
+/// When the run created leases but `ledger.clean` is not among `selected` (a `--filter`), it
+/// runs anyway, last: it ends whatever is still live and its verdict is reported, so a lease
+/// the worker cannot end fails the run whatever the filter.
+fn run_checks(
+    options: RunOptions,
+    selected: &[&'static Check],
+) -> Result<(RunReport, Ledger), HarnessError> {
+    let started = Instant::now();
+    let expected_failures = match &options.baseline {
+        Some(path) => {
+            let ids = baseline::load(path)?;
+            let unknown: Vec<&String> = ids.iter().filter(|id| find(id).is_none()).collect();
+            if !unknown.is_empty() {
+                return Err(HarnessError::BadFile {
+                    path: path.clone(),
+                    message: format!(
+                        "the baseline names checks that do not exist: {} (see `sandbox-conformance run --list`)",
+                        unknown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            }
+            ids
+        }
+        None => vec![],
+    };
+    let env = prepare(options)?;
+    let observations = Observations::default();
+    let ledger = Ledger::default();
+    let (main, facts) = start_main(&env, &observations, "main")?;
+    // Start the fresh workers of the Fresh-scope checks now, so that their start-up overlaps
+    // with the main-session checks.
+    let fresh_count = selected
+        .iter()
+        .filter(|c| c.scope == Scope::Fresh && skip_reason(c, &env, &facts).is_none())
+        .count();
+    let pool: Vec<Session> = (0..fresh_count)
+        .filter_map(|i| {
+            let label = format!("fresh-{}", i + 1);
+            Session::spawn(&env.options.command, &label, env.session.clone(), observations.clone())
+                .ok()
+        })
+        .collect();
+    let mut run = Run {
+        env: &env,
+        facts: &facts,
+        observations: &observations,
+        ledger: &ledger,
+        main: Some(main),
+        pool,
+    };
+    let mut report = empty_report(&env.options);
+    report.driver = env.driver_key.clone();
+    report.manifest_source = env.manifest_source.clone();
+    report.manifest_problem = env.manifest_problem.clone();
+    report.supported_methods = facts.supported.clone();
+    report.effective_capabilities = facts.effective.iter().map(|c| c.key().to_owned()).collect();
+    let ledger_selected = selected.iter().any(|c| c.id == LEDGER_CHECK);
+    let total = selected.len();
+    for (i, check) in selected.iter().enumerate() {
+        let outcome = run.judge(check, &report.checks)?;
         if env.options.progress {
-            eprintln!("{}", human::progress_line(i + 1, selected.len(), &outcome));
+            eprintln!("{}", human::progress_line(i + 1, total, &outcome));
         }
         report.checks.push(outcome);
     }
-    // Whatever is still live (ledger.clean filtered out, or a worker that died) is ended now.
-    if !ledger.live(None).is_empty() {
-        let _ = run_check(&SWEEP, &env, &facts, &observations, &ledger, &mut main, &mut pool);
+    // Leases were created but `ledger.clean` was filtered out: it still ends them and judges.
+    if !ledger_selected && !ledger.entries().is_empty() {
+        let check = find(LEDGER_CHECK).expect("the registry has ledger.clean");
+        let mut outcome = run.judge(check, &report.checks)?;
+        outcome.notes.insert(
+            0,
+            "run although --filter did not select it: the selected checks created leases".into(),
+        );
+        if env.options.progress {
+            eprintln!("{}", human::progress_line(total + 1, total + 1, &outcome));
+        }
+        report.checks.push(outcome);
     }
-    if let Some(mut m) = main.take() {
+    if let Some(mut m) = run.main.take() {
         m.session.shutdown(TEARDOWN_GRACE);
     }
     report.finish();
     baseline::apply(&mut report, &expected_failures);
     report.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    Ok(report)
+    Ok((report, ledger))
 }
-
-/// The final sweep: `ledger.clean`'s cleanup, run even when the check is filtered out.
-static SWEEP: Check = crate::check::check(
-    "ledger.clean",
-    "LEDGER-1",
-    "final sweep",
-    Scope::Main,
-    &[],
-    crate::checks::ledger::clean,
-);
 
 #[cfg(test)]
 mod tests {
@@ -592,6 +647,52 @@ mod tests {
             r,
             "book lifecycle.md#exec-6; SANDBOX_PROVIDER_CAPABILITIES.md, \"Failure behavior\""
         );
+    }
+
+    fn acquire_then_panic(ctx: &mut Ctx<'_>) -> crate::context::CheckResult {
+        let lease = ctx.acquire()?;
+        panic!("a check panicked while it held lease {}", lease.id);
+    }
+
+    /// A check (not in the registry) that acquires a lease and then panics.
+    static ACQUIRE_THEN_PANIC: Check = crate::check::check(
+        "execute.acquire-then-panic",
+        "EXEC-1",
+        "acquires a lease, then panics",
+        Scope::Main,
+        crate::check::EXECUTE_IN_LEASE,
+        acquire_then_panic,
+    );
+
+    #[test]
+    fn the_lease_of_a_check_that_panicked_is_destroyed() {
+        let node = Command::new("node").arg("--version").stdout(Stdio::null()).status();
+        if !node.is_ok_and(|s| s.success()) {
+            assert!(std::env::var_os("CI").is_none(), "CI needs `node`");
+            eprintln!("skipped: `node` is not on PATH");
+            return;
+        }
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/broken/correct.cjs");
+        let argv = ["node".to_owned(), fixture.display().to_string()];
+        let mut options = RunOptions::new(crate::process::WorkerCommand::from_argv(&argv).unwrap());
+        options.progress = false;
+        let (report, ledger) = run_checks(options, &[&ACQUIRE_THEN_PANIC]).unwrap();
+        let ids: Vec<&str> = report.checks.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["execute.acquire-then-panic", LEDGER_CHECK]);
+        let panicked = &report.checks[0];
+        assert_eq!(panicked.status, Status::Fail);
+        assert!(panicked.actual.as_deref().unwrap().contains("the harness panicked"));
+        // The lease it held was destroyed (a destroy answered with a result), and the ledger
+        // check, run although not selected, says so.
+        let entries = ledger.entries();
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert_eq!(entries[0].check, "execute.acquire-then-panic");
+        assert_eq!(entries[0].state, crate::ledger::LeaseState::Ended);
+        let clean = &report.checks[1];
+        assert_eq!(clean.status, Status::Pass, "{clean:?}");
+        assert!(clean.notes.iter().any(|n| n == "leases created: 1, ended: 1"), "{clean:?}");
+        assert_eq!(report.exit_code, 1, "the panicked check is a MUST failure");
     }
 
     #[test]

@@ -130,3 +130,18 @@ fn expect_fixed_passes_only_when_the_check_passes_now() {
     assert_eq!(usage.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `replay` reports a harness error (a missing transcript) with the one `error: ` prefix every
+/// subcommand uses, and exits 2.
+#[test]
+fn a_missing_transcript_is_an_error_line() {
+    let missing = temp_dir("missing").join("no-such-transcript.ndjson");
+    let out =
+        harness(&["replay", &missing.display().to_string(), "--", "node", &broken("correct.cjs")]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains("no-such-transcript.ndjson"), "{stderr}");
+    assert!(!stderr.contains("sandbox-conformance:"), "{stderr}");
+    assert!(stdout(&out).is_empty(), "nothing on stdout: {}", stdout(&out));
+}

@@ -1,7 +1,7 @@
-//! The real `sandbox-conformance` binary against real workers: the official-SDK fixture passes,
-//! the hand-written correct fixture passes every check, and each broken fixture fails exactly
-//! the checks it breaks. Also: baseline (XFAIL/STALE), `--list`, `--junit`, artifacts and
-//! replay, and exit code 2.
+//! The real `sandbox-conformance` binary against real workers: the official-SDK fixtures pass,
+//! the hand-written correct fixture passes every check, and each broken fixture (hand-written,
+//! or a fault of the official-SDK `broken-worker.mjs`) fails exactly the checks it breaks.
+//! Also: baseline (XFAIL/STALE), `--list`, `--junit`, artifacts and replay, and exit code 2.
 
 mod support;
 
@@ -29,18 +29,45 @@ fn temp_dir(name: &str) -> PathBuf {
 /// Options that keep a broken-fixture run short: a 2 MB oversize frame, 1.5 s to exit.
 const FAST: &[&str] = &["--oversize-bytes", "2000000", "--shutdown-timeout-ms", "1500"];
 
-/// Runs a broken fixture with `--format json`; returns the exit code and the report.
-fn run_json(fixture: &str, extra: &[&str]) -> (i32, Value) {
-    let script = broken(fixture);
+/// Runs a hand-written broken fixture with `--format json`; returns the exit code and the report.
+fn run_json(fixture: &'static str, extra: &[&str]) -> (i32, Value) {
+    run_fixture_json(Fixture::HandWritten(fixture), extra)
+        .expect("hand-written fixtures need no npm project")
+}
+
+/// A broken worker: a hand-written NDJSON fixture of `tests/fixtures/broken/` (by file name), or
+/// a fault of the official-SDK broken worker `official-sdk-worker/broken-worker.mjs` (by fault
+/// name, with its manifest `official-sdk-worker/broken-manifests/<fault>.json`).
+#[derive(Debug, Clone, Copy)]
+enum Fixture {
+    HandWritten(&'static str),
+    OfficialSdk(&'static str),
+}
+use Fixture::{HandWritten, OfficialSdk};
+
+/// Runs a broken fixture with `--format json`; returns the exit code and the report, or `None`
+/// (the test skips, saying why) for an official-SDK fixture without `node`.
+fn run_fixture_json(fixture: Fixture, extra: &[&str]) -> Option<(i32, Value)> {
     let mut args = vec!["run", "-q", "--format", "json"];
     args.extend_from_slice(FAST);
     args.extend_from_slice(extra);
-    args.extend_from_slice(&["--", "node", &script]);
+    let (name, manifest, worker, fault) = match fixture {
+        HandWritten(file) => (file.to_owned(), None, broken(file), None),
+        OfficialSdk(fault) => {
+            let manifest = format!("broken-manifests/{fault}.json");
+            let (manifest, worker) = official_sdk_fixture(&manifest, "broken-worker.mjs")?;
+            (format!("official SDK {fault}"), Some(manifest), worker, Some(fault))
+        }
+    };
+    if let Some(manifest) = &manifest {
+        args.extend_from_slice(&["--manifest", manifest]);
+    }
+    args.extend_from_slice(&["--", "node", &worker]);
+    args.extend(fault);
     let out = run(&args);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{fixture}: no JSON report ({e}); stderr: {}", text(&out.stderr))
-    });
-    (out.status.code().expect("exit code"), report)
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{name}: no JSON report ({e}); stderr: {}", text(&out.stderr)));
+    Some((out.status.code().expect("exit code"), report))
 }
 
 fn ids_with(report: &Value, status: &str) -> BTreeSet<String> {
@@ -53,26 +80,28 @@ fn ids_with(report: &Value, status: &str) -> BTreeSet<String> {
         .collect()
 }
 
-fn assert_fails_exactly(fixture: &str, expected: &[&str]) {
-    let (code, report) = run_json(fixture, &[]);
+fn assert_fails_exactly(fixture: Fixture, expected: &[&str]) {
+    let Some((code, report)) = run_fixture_json(fixture, &[]) else { return };
     let failed = ids_with(&report, "FAIL");
     let expected: BTreeSet<String> = expected.iter().map(|s| (*s).to_owned()).collect();
     assert_eq!(
         failed,
         expected,
-        "{fixture}: {}",
+        "{fixture:?}: {}",
         serde_json::to_string_pretty(&report["checks"]).unwrap()
     );
-    assert_eq!(code, 1, "{fixture}");
+    assert_eq!(code, 1, "{fixture:?}");
     for c in report["checks"].as_array().unwrap().iter().filter(|c| c["status"] == "FAIL") {
         assert!(c["expected"].is_string() && c["actual"].is_string() && c["reference"].is_string());
     }
 }
 
 /// One test per broken fixture that fails exactly the checks it breaks (and nothing else):
-/// `test name: fixture => [failed check ids]`.
+/// `test name: fixture => [failed check ids]`. The false negatives the harness once had (the
+/// bugs of real providers) are judged on the official TypeScript SDK, as a provider author
+/// would write the worker.
 macro_rules! fails_exactly {
-    ($($test:ident: $fixture:literal => [$($id:literal),+];)+) => {$(
+    ($($test:ident: $fixture:expr => [$($id:literal),+];)+) => {$(
         #[test]
         fn $test() {
             assert_fails_exactly($fixture, &[$($id),+]);
@@ -81,22 +110,57 @@ macro_rules! fails_exactly {
 }
 
 fails_exactly! {
-    banner_on_stdout: "banner-on-stdout.cjs" => ["framing.stdout-purity"];
-    stdin_ignored: "ignores-stdin.cjs" => ["execute.stdin"];
-    timeout_leaves_the_command_running: "timeout-keeps-running.cjs" => ["execute.timeout"];
-    output_truncated_without_native_sync: "truncates-output.cjs" => ["execute.large-output"];
-    commands_of_a_lease_run_one_at_a_time: "serial-exec.cjs" => ["execute.control-commands"];
-    login_profile_written: "writes-login-profile.cjs" => ["runtime.no-login-profile"];
-    string_id_answered_as_number: "string-id-as-number.cjs" => ["framing.id-echo"];
-    void_answer_without_result: "void-without-result.cjs" => ["framing.void-result-null"];
-    only_sync_in: "sync-in-only.cjs" => ["handshake.sync-pair"];
-    advertised_method_answers_not_implemented: "advertised-not-implemented.cjs"
+    banner_on_stdout: HandWritten("banner-on-stdout.cjs") => ["framing.stdout-purity"];
+    stdin_ignored: OfficialSdk("ignores-stdin") => ["execute.stdin"];
+    timeout_leaves_the_command_running: OfficialSdk("timeout-keeps-running")
+        => ["execute.timeout"];
+    output_truncated_without_native_sync: OfficialSdk("truncates-output")
+        => ["execute.large-output"];
+    commands_of_a_lease_run_one_at_a_time: OfficialSdk("serial-exec")
+        => ["execute.control-commands"];
+    login_profile_written: OfficialSdk("writes-login-profile") => ["runtime.no-login-profile"];
+    string_id_answered_as_number: HandWritten("string-id-as-number.cjs") => ["framing.id-echo"];
+    void_answer_without_result: HandWritten("void-without-result.cjs")
+        => ["framing.void-result-null"];
+    only_sync_in: HandWritten("sync-in-only.cjs") => ["handshake.sync-pair"];
+    advertised_method_answers_not_implemented: HandWritten("advertised-not-implemented.cjs")
         => ["handshake.advertised-implemented"];
-    unadvertised_method_answers_success: "unadvertised-success.cjs"
+    unadvertised_method_answers_success: HandWritten("unadvertised-success.cjs")
         => ["handshake.unadvertised-not-implemented"];
-    secret_echoed_in_an_error: "secret-in-error.cjs" => ["secrets.no-leak"];
-    worker_ignoring_shutdown_and_eof: "ignores-shutdown.cjs"
+    secret_echoed_in_an_error: HandWritten("secret-in-error.cjs") => ["secrets.no-leak"];
+    worker_ignoring_shutdown_and_eof: HandWritten("ignores-shutdown.cjs")
         => ["shutdown.on-request", "shutdown.on-stdin-eof"];
+    leases_that_cannot_be_ended: HandWritten("cannot-end-leases.cjs") => [
+        "lifecycle.release",
+        "lifecycle.resume-destroyed",
+        "lifecycle.destroy-idempotent",
+        "ledger.clean"
+    ];
+}
+
+/// A `--filter` that leaves `ledger.clean` out does not hide stuck leases: the selected checks
+/// created one, so the ledger is still swept and judged, and the run fails.
+#[test]
+fn ledger_is_judged_even_when_the_filter_leaves_it_out() {
+    let (code, report) = run_json("cannot-end-leases.cjs", &["--filter", "execute.exit-code"]);
+    let checks = report["checks"].as_array().unwrap();
+    let ids: Vec<&str> = checks.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["execute.exit-code", "ledger.clean"], "{report}");
+    assert_eq!(checks[0]["status"], "PASS");
+    assert_eq!(checks[1]["status"], "FAIL", "{}", checks[1]);
+    assert!(checks[1]["actual"].as_str().unwrap().contains("1 of 1 left"), "{}", checks[1]);
+    assert!(checks[1]["notes"].to_string().contains("--filter did not select it"));
+    assert_eq!(code, 1, "a stuck lease fails the run whatever the filter");
+    // A worker that ends its leases passes the same filtered run.
+    let (code, report) = run_json("correct.cjs", &["--filter", "execute.exit-code"]);
+    assert_eq!(
+        ids_with(&report, "PASS"),
+        BTreeSet::from(["execute.exit-code".into(), "ledger.clean".into()])
+    );
+    assert_eq!(code, 0);
+    // A filtered run that creates no lease has no ledger row.
+    let (_, report) = run_json("correct.cjs", &["--filter", "framing.id-echo"]);
+    assert_eq!(report["checks"].as_array().unwrap().len(), 1, "{report}");
 }
 
 /// The paths of a manifest and a worker of the official-SDK fixture project, its npm
@@ -175,12 +239,22 @@ fn banner_before_the_manifest_is_found_and_reported() {
 #[test]
 fn backend_down_is_one_failure_and_the_rest_blocked() {
     use paperclip_sandbox_conformance::registry::all;
-    let (code, report) = run_json("backend-down.cjs", &["--require-cli", "sh"]);
+    let Some((code, report)) =
+        run_fixture_json(OfficialSdk("backend-down"), &["--require-cli", "sh"])
+    else {
+        return;
+    };
     assert_eq!(code, 1);
     assert_eq!(ids_with(&report, "FAIL"), BTreeSet::from(["lifecycle.acquire".to_owned()]));
-    // The newest methods' lease checks are gated on methods this worker does not advertise
-    // (prepareIdleSleep, duplexChannelOpen): they skip before any lease is needed.
-    let gated_off = ["newer.idle-busy", "newer.duplex-roundtrip"];
+    // The lease checks of methods this worker does not advertise (realize, sync, stop, idle
+    // sleep, duplex channels) skip before any lease is needed; every other one is BLOCKED.
+    let gated_off = [
+        "lifecycle.realize",
+        "sync.round-trip",
+        "lifecycle.stop-keeps-files",
+        "newer.idle-busy",
+        "newer.duplex-roundtrip",
+    ];
     let expected: BTreeSet<String> = all()
         .filter(|c| c.needs_lease() && c.id != "lifecycle.acquire" && !gated_off.contains(&c.id))
         .map(|c| c.id.to_owned())
@@ -224,7 +298,10 @@ fn a_panicking_hook_points_at_the_artifacts() {
 
 #[test]
 fn reusable_leases_without_destroy() {
-    assert_fails_exactly("reusable-without-destroy.cjs", &["manifest.capabilities-verified"]);
+    assert_fails_exactly(
+        HandWritten("reusable-without-destroy.cjs"),
+        &["manifest.capabilities-verified"],
+    );
     let (_, report) =
         run_json("reusable-without-destroy.cjs", &["--filter", "capabilities-verified"]);
     let actual = report["checks"][0]["actual"].as_str().unwrap();
@@ -233,7 +310,7 @@ fn reusable_leases_without_destroy() {
 
 #[test]
 fn removed_capability_key() {
-    assert_fails_exactly("concurrent-sync-operations.cjs", &["manifest.removed-keys"]);
+    assert_fails_exactly(HandWritten("concurrent-sync-operations.cjs"), &["manifest.removed-keys"]);
     // The published host (paperclip-2026-09) still accepts the key.
     let (code, report) =
         run_json("concurrent-sync-operations.cjs", &["--profile", "paperclip-2026-09"]);

@@ -1,7 +1,7 @@
 //! environmentExecute checks, each judged by its effect inside the sandbox: exit code, output,
 //! stdin (also in the host's chunked base64 upload shape), env, cwd (the host's remote cwd),
 //! timeout (the command really stops), large output (the host's base64 download comes back
-//! byte-exact), incremental output, control commands beside a long session command, and
+//! byte-exact), incremental output, control commands beside a long command, and
 //! session commands. Every command goes out through [`crate::hostmodel::Exec`], as the host
 //! sends it.
 
@@ -359,11 +359,17 @@ pub fn incremental_output(ctx: &mut Ctx<'_>) -> CheckResult {
     Ok(())
 }
 
-/// EXEC-CTRL-1: while a long command runs on the lease's session, a one-shot control command
-/// (`bypassSession: true`) answers promptly, before the long one.
+/// EXEC-CTRL-1: while a long command runs, a one-shot control command (`bypassSession:
+/// true`) answers promptly, before the long one. The long command is a session command where
+/// the host would stream a process session (incrementalSessionOutput), else a one-shot like
+/// the adapter command the host's callback bridge polls beside
+/// ([`hostmodel::control_long_on_session`]).
 pub fn control_commands(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = lease(ctx)?;
-    let long = Exec::sh("sleep 4; printf long").on_session().timeout(30_000);
+    let mut long = Exec::sh("sleep 4; printf long").timeout(30_000);
+    if hostmodel::control_long_on_session(ctx.facts) {
+        long = long.on_session();
+    }
     let long_params = long.params(ctx.facts, &lease, ctx.lease_params(&lease));
     let control = Exec::sh("printf control").timeout(20_000);
     let control_params = control.params(ctx.facts, &lease, ctx.lease_params(&lease));
@@ -382,7 +388,7 @@ pub fn control_commands(ctx: &mut Ctx<'_>) -> CheckResult {
     let long_reply = s.await_reply(&long_id, timeout);
     if long_done_early {
         return Err(fail(
-            "the long session command (`sleep 4`) still runs when the control command is sent",
+            "the long command (`sleep 4`) still runs when the control command is sent",
             format!("it was answered within 500 ms: {}", long_reply.describe()),
         ));
     }
@@ -392,9 +398,9 @@ pub fn control_commands(ctx: &mut Ctx<'_>) -> CheckResult {
     }
     if long_first {
         return Err(fail(
-            "the one-shot control command (bypassSession: true) answers while the long session \
-             command still runs (independentControlCommands; declare it false if commands of a \
-             lease run one at a time)",
+            "the one-shot control command (bypassSession: true) answers while the long command \
+             still runs (independentControlCommands; declare it false if commands of a lease \
+             run one at a time)",
             format!(
                 "it was answered after the long command, {} ms after it was sent",
                 took.as_millis()
@@ -403,7 +409,7 @@ pub fn control_commands(ctx: &mut Ctx<'_>) -> CheckResult {
     }
     match long_reply {
         Reply::Result(v) if stdout(&v) == "long" => Ok(()),
-        other => Err(fail("the long session command answers `long`", other.describe())),
+        other => Err(fail("the long command answers `long`", other.describe())),
     }
 }
 

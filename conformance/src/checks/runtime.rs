@@ -2,18 +2,19 @@
 //! sandbox owner's side of the contract, SANDBOX-REQUIREMENTS.md): a POSIX `sh`, a `tar` round
 //! trip, writable workspace, home, cache and temp directories, `node` and the CLIs the
 //! operator's runs use on the PATH (probed as the host probes them, `command -v <cmd> || exit
-//! 1`), and no login profile or rc file written across a whole lease lifecycle.
+//! 1`), and no login profile or rc file written while the host drives a lease.
 
-use serde_json::Value;
+use paperclip_sandbox_protocol::methods::name;
+use serde_json::{json, Value};
 
 use crate::checks::execute::lease;
 use crate::context::{fail, CheckResult, Ctx, Finding};
 use crate::host::clip;
-use crate::hostmodel::{self, quote, Exec};
+use crate::hostmodel::{self, quote, Exec, HostCall};
 use crate::ledger::Lease;
 
-fn run(ctx: &mut Ctx<'_>, lease: &Lease, script: String) -> Result<(i64, String), Finding> {
-    let r = ctx.exec(lease, &Exec::sh(script))?;
+fn run(ctx: &mut Ctx<'_>, lease: &Lease, exec: impl Into<Exec>) -> Result<(i64, String), Finding> {
+    let r = ctx.exec(lease, &exec.into())?;
     let code = r.get("exitCode").and_then(Value::as_i64).unwrap_or(-1);
     let out = r.get("stdout").and_then(Value::as_str).unwrap_or_default().to_owned();
     let err = r.get("stderr").and_then(Value::as_str).unwrap_or_default();
@@ -130,11 +131,58 @@ fn profile_snapshot(ctx: &mut Ctx<'_>, lease: &Lease) -> Result<String, Finding>
     Ok(out)
 }
 
+/// Uploads a small file into the lease's runtime root as the host would for this worker:
+/// environmentSyncIn where the host syncs natively, else its base64 upload over
+/// `environmentExecute` stdin.
+fn host_upload(ctx: &mut Ctx<'_>, lease: &Lease) -> CheckResult {
+    let target = format!(
+        "{}/pcconf-profile-upload-{}.txt",
+        hostmodel::runtime_root(ctx.env, lease),
+        crate::ids::hex(6)
+    );
+    let body = b"uploaded by the host\n";
+    if hostmodel::host_makes(HostCall::NativeSync, ctx.facts, ctx.env.options.profile).is_ok() {
+        let source = std::env::temp_dir().join(format!("pcconf-upload-{}", crate::ids::hex(12)));
+        std::fs::write(&source, body).map_err(|e| {
+            Finding::Skip(format!("the harness cannot prepare {}: {e}", source.display()))
+        })?;
+        let mut params = ctx.lease_params(lease);
+        params.insert(
+            "operations".into(),
+            json!([{
+                "operationId": format!("pcconf-profile-{}", crate::ids::hex(6)),
+                "files": [{"sourcePath": source.display().to_string(), "targetPath": target,
+                           "kind": "file"}],
+            }]),
+        );
+        let sent = ctx.call_ok(
+            name::ENVIRONMENT_SYNC_IN,
+            Value::Object(params),
+            "environmentSyncIn of one file succeeds",
+        );
+        let _ = std::fs::remove_file(&source);
+        return sent.map(drop);
+    }
+    for (script, stdin) in hostmodel::upload_steps(&target, body) {
+        let mut exec = Exec::sh(script);
+        exec.stdin = stdin;
+        let (code, out) = run(ctx, lease, exec)?;
+        if code != 0 {
+            return Err(fail("the host's base64 upload succeeds", format!("exit {code}: {out}")));
+        }
+    }
+    Ok(())
+}
+
 /// RT-PROFILE-1: no login profile or rc file appears or changes in the sandbox home across a
-/// whole lease lifecycle (realize, commands, one-shots and session commands, sync).
+/// lease's life as the host drives it: from the first command after acquire (the earliest
+/// the home can be looked at) through realize, one-shot and session commands, a command with
+/// stdin, and a file upload in the host's shape (native sync, else base64 over execute). A
+/// release is not part of it: after one the lease may be gone, and nothing could look.
 pub fn no_login_profile(ctx: &mut Ctx<'_>) -> CheckResult {
-    let lease = lease(ctx)?;
+    let lease = ctx.acquire()?;
     let before = profile_snapshot(ctx, &lease)?;
+    ctx.realize(&lease)?;
     for exec in [
         Exec::sh("true"),
         Exec::sh("printf x").on_session(),
@@ -143,12 +191,7 @@ pub fn no_login_profile(ctx: &mut Ctx<'_>) -> CheckResult {
     ] {
         ctx.exec(&lease, &exec)?;
     }
-    if ctx
-        .facts
-        .advertises(paperclip_sandbox_protocol::methods::name::ENVIRONMENT_REALIZE_WORKSPACE)
-    {
-        ctx.realize(&lease)?;
-    }
+    host_upload(ctx, &lease)?;
     let after = profile_snapshot(ctx, &lease)?;
     if before == after {
         return Ok(());

@@ -61,10 +61,7 @@ behind, files not written), run the check with `--expect-fixed`.";
 pub fn main(args: ReplayArgs) -> ExitCode {
     let diffs = match replay_file(&args) {
         Ok(n) => n,
-        Err(e) => {
-            eprintln!("sandbox-conformance: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return super::fail_usage(e),
     };
     if diffs == 0 {
         println!(
@@ -79,10 +76,7 @@ pub fn main(args: ReplayArgs) -> ExitCode {
     }
     match check_now(&args) {
         Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
+        Err(e) => super::fail_usage(e),
     }
 }
 

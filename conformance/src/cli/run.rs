@@ -67,7 +67,8 @@ pub struct RunArgs {
     /// Also write a JUnit XML report.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
-    /// Run only checks whose id contains this text, or matches this glob (`*`, `?`).
+    /// Run only checks whose id contains this text, or matches this glob (`*`, `?`);
+    /// `ledger.clean` still runs when the selected checks created leases.
     #[arg(long, value_name = "PATTERN")]
     filter: Option<String>,
     /// Print the check catalogue and exit without running anything.
