@@ -45,7 +45,11 @@ pub const DEFAULT_DOCKER_HOST: &str = "unix:///var/run/docker.sock";
 /// `$XDG_RUNTIME_DIR`.
 pub const STANDARD_SOCKETS: &[&str] = &["/var/run/docker.sock", "/run/podman/podman.sock"];
 
-fn standard_socket() -> String {
+/// The engine address of a worker whose config and environment name none: the first of
+/// [`STANDARD_SOCKETS`], then `$XDG_RUNTIME_DIR/podman/podman.sock`, that exists, else
+/// [`DEFAULT_DOCKER_HOST`]. A Paperclip host starts its workers with a minimal environment
+/// (no `DOCKER_HOST`), so this is where a config without `dockerHost` leads under a real host.
+pub fn standard_socket() -> String {
     let rootless = std::env::var("XDG_RUNTIME_DIR")
         .ok()
         .filter(|d| d.starts_with('/'))

@@ -64,6 +64,9 @@ const MAIN: &str = "trap 'exit 0' TERM INT; sleep \"$1\" & wait $!";
 const READY: &str =
     "for d; do [ -d \"$d\" ] && [ -w \"$d\" ] || { echo \"$d\" >&2; exit 3; }; done";
 
+/// The container's `/run`, an anonymous volume (see [`container_body`]).
+pub const RUN_DIR: &str = "/run";
+
 /// The lease metadata (no key named like a config key).
 pub fn lease_metadata(settings: &Settings, id: &str, name: &str, reusable: bool) -> JsonObject {
     let value = json!({
@@ -115,7 +118,14 @@ pub fn container_body(
             nano_cpus: Some(settings.nano_cpus),
             pids_limit: Some(settings.pids_limit),
             tmpfs: Some(tmpfs),
-            mounts: Some(vec![volume(&settings.workspace), volume(&settings.home)]),
+            // `/run` is an anonymous volume too: podman 4.3 mounts its own tmpfs over `/run`
+            // of a read-only root, hiding the `/run/.containerenv` marker it writes; on a
+            // volume the marker stays visible (Docker writes `/.dockerenv` either way).
+            mounts: Some(vec![
+                volume(&settings.workspace),
+                volume(&settings.home),
+                volume(RUN_DIR),
+            ]),
             ..HostConfig::default()
         }),
         ..ContainerCreateBody::default()
@@ -587,7 +597,10 @@ mod tests {
         assert_eq!((host.readonly_rootfs, host.privileged), (Some(true), Some(false)));
         assert_eq!(host.network_mode.as_deref(), Some("none"));
         assert!(host.binds.is_none(), "no host paths are mounted");
-        assert_eq!(host.mounts.unwrap().iter().filter(|m| m.source.is_some()).count(), 0);
+        let mounts = host.mounts.unwrap();
+        assert_eq!(mounts.iter().filter(|m| m.source.is_some()).count(), 0);
+        let targets: Vec<_> = mounts.iter().filter_map(|m| m.target.as_deref()).collect();
+        assert_eq!(targets, ["/workspace", "/home/sandbox", "/run"], "anonymous volumes only");
         assert_eq!(body.user.as_deref(), Some("1000:1000"));
         assert!(host.pids_limit.is_some() && host.memory.is_some());
     }

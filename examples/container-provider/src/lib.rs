@@ -17,7 +17,8 @@
 //! A lease container runs as a non-root user (`1000:1000` by default; `0` is refused), with
 //! every capability dropped, `no-new-privileges`, a read-only root file system, no network
 //! (`network: none` by default; `host` is refused), memory, CPU and process limits, and no
-//! host path mounted: the workspace and home directories are engine volumes, `/tmp` a tmpfs.
+//! host path mounted: the workspace and home directories and `/run` are anonymous engine
+//! volumes, `/tmp` a tmpfs.
 //!
 //! # Capabilities
 //!

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use common::{containers_of, target, Wire};
+use container_provider::engine::Engine;
 use paperclip_sandbox_sdk::prelude::CreationOperation;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -89,13 +90,19 @@ async fn engine_gone_mid_acquire_answers_the_cleanup_envelope_and_destroy_resolv
     assert_eq!(seen["observedProviderLeaseId"], json!(id), "{observed}");
     assert!(engine.inspect(&id).await.unwrap().is_some(), "a name-only destroy removes nothing");
     // …and a destroy by the observed id removes it.
-    let meta = json!({"failedCreateCleanup": seen});
+    destroy_envelope(&mut w, &engine, &name, seen).await;
+    assert!(engine.inspect(&id).await.unwrap().is_none());
+    w.shutdown().await;
+}
+
+/// Destroys the lease `name` with its creation-cleanup `record`, as the host does: the answer
+/// is `destroyed` and the engine lists no container of the wire's company.
+async fn destroy_envelope(w: &mut Wire, engine: &Engine, name: &str, record: &serde_json::Value) {
+    let meta = json!({"failedCreateCleanup": record});
     let p = w.params(json!({"providerLeaseId": name, "leaseMetadata": meta}));
     let done = w.ok("environmentDestroyLease", p).await;
     assert_eq!(done["state"], json!("destroyed"), "{done}");
-    assert!(engine.inspect(&id).await.unwrap().is_none());
-    assert!(containers_of(&engine, "company-gone").await.is_empty());
-    w.shutdown().await;
+    assert!(containers_of(engine, &w.company).await.is_empty(), "nothing is left: {done}");
 }
 
 #[tokio::test]
@@ -199,4 +206,152 @@ async fn an_expiry_is_enforced_by_the_engine_and_the_next_acquire_sweeps_dead_le
     w.destroy(&fresh).await;
     w.destroy(&kept).await;
     w.shutdown().await;
+}
+
+/// True when `chunk` begins a `POST /…/containers/{id}/start` request.
+fn is_start_request(chunk: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(&chunk[..chunk.len().min(512)]);
+    let line = text.lines().next().unwrap_or_default();
+    let Some(target) = line.strip_prefix("POST ").and_then(|r| r.split(' ').next()) else {
+        return false;
+    };
+    let path = target.split('?').next().unwrap_or_default();
+    path.contains("/containers/") && path.ends_with("/start")
+}
+
+/// A socket in front of the engine that forwards everything, but holds every container start
+/// request for `delay` before forwarding it (a slow engine). Requests on one connection are
+/// sequential (HTTP/1.1 without pipelining), so each begins a read.
+async fn slow_start_proxy(
+    engine_socket: String,
+    delay: std::time::Duration,
+) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("slow.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((client, _)) = listener.accept().await else { return };
+            let engine_socket = engine_socket.clone();
+            tokio::spawn(async move {
+                let Ok(upstream) = UnixStream::connect(&engine_socket).await else { return };
+                let (mut from_client, mut to_client) = client.into_split();
+                let (mut from_engine, mut to_engine) = upstream.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut from_engine, &mut to_client).await;
+                    let _ = to_client.shutdown().await;
+                });
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let n = match from_client.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    if is_start_request(&buf[..n]) {
+                        tokio::time::sleep(delay).await;
+                    }
+                    if to_engine.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+                let _ = to_engine.shutdown().await;
+            });
+        }
+    });
+    (dir, format!("unix://{}", path.display()))
+}
+
+#[tokio::test]
+async fn an_acquisition_budget_that_runs_out_answers_the_cleanup_envelope_and_destroy_leaves_nothing(
+) {
+    let Some(t) = target() else { return };
+    let Some(socket) = t.docker_host.strip_prefix("unix://").map(str::to_owned) else {
+        eprintln!("SKIPPED (cannot run here): the engine is not on a unix socket");
+        return;
+    };
+    let engine = t.engine().await;
+    let hold = std::time::Duration::from_secs(5);
+    let (_dir, proxy) = slow_start_proxy(socket, hold).await;
+    let mut slow = t.clone();
+    slow.docker_host = proxy;
+    let mut w = Wire::start(&slow, "company-budget").await;
+    let op = container_provider::owner::generate_uuid();
+    let name = format!("{}{op}", CreationOperation::NAME_PREFIX);
+    let mut p =
+        w.params(json!({"runId": "run-budget", "creationOperation": {"version": 1, "id": &op}}));
+    p["config"]["acquireTimeoutMs"] = json!(1000);
+    let started = std::time::Instant::now();
+    let (_, resp) = w.call("environmentAcquireLease", p).await;
+    let took = started.elapsed();
+    assert!(took < hold, "the answer came within the budget, not after the start: {took:?}");
+    let error = &resp["error"];
+    assert_eq!(error["code"], json!(-32002), "{resp}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.starts_with("Container acquisition timed out"), "{resp}");
+    let data = &error["data"];
+    let diagnostic = &data["acquisitionDiagnostic"];
+    assert_eq!(diagnostic["phase"], json!("create"), "{resp}");
+    assert_eq!(diagnostic["budgetMs"], json!(1000), "{resp}");
+    assert!(diagnostic["elapsedMs"].as_u64().unwrap() >= 1000, "a spent budget: {resp}");
+    let cleanup = &data["cleanup"];
+    assert_eq!(cleanup["providerLeaseId"], json!(name), "{resp}");
+    assert_eq!(cleanup["companyId"], json!("company-budget"), "{resp}");
+    assert_eq!(cleanup["runId"], json!("run-budget"), "{resp}");
+    // The create had happened: the compensation found the container by its creation name,
+    // removed it, and names it as observed.
+    let observed = cleanup["observedProviderLeaseId"].as_str().expect("an observed id").to_owned();
+    assert!(engine.inspect(&observed).await.unwrap().is_none(), "compensated: {resp}");
+    // The host destroys the envelope: destroyed, and nothing is left, also once the held
+    // start request has reached the engine.
+    destroy_envelope(&mut w, &engine, &name, cleanup).await;
+    tokio::time::sleep(hold.saturating_sub(started.elapsed()) + hold / 5).await;
+    assert!(engine.inspect(&name).await.unwrap().is_none());
+    assert!(containers_of(&engine, "company-budget").await.is_empty());
+    w.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_probe_without_the_image_answers_not_ok_naming_the_image() {
+    let Some(t) = target() else { return };
+    let mut absent = t.clone();
+    absent.image = "paperclip-sandbox-absent-secret:none".to_owned();
+    let mut w = Wire::start(&absent, "company-probe").await;
+    let probe = w.ok("environmentProbe", w.params(json!({}))).await;
+    assert_eq!(probe["ok"], json!(false), "{probe}");
+    assert_eq!(probe["summary"], json!("The configured image is not present in the engine"));
+    assert_eq!(probe["diagnostics"][0]["code"], json!("image_missing"), "{probe}");
+    assert!(!probe.to_string().contains("absent-secret"), "the value is not quoted: {probe}");
+    // The same engine with the right image is ready.
+    let mut w2 = Wire::start(&t, "company-probe").await;
+    let ready = w2.ok("environmentProbe", w2.params(json!({}))).await;
+    assert_eq!(ready["ok"], json!(true), "{ready}");
+    w.shutdown().await;
+    w2.shutdown().await;
+}
+
+/// Needs no engine: the probe of an address nobody serves.
+#[tokio::test]
+async fn a_probe_of_an_unreachable_engine_answers_not_ok() {
+    let dir = tempfile::tempdir().unwrap();
+    // A socket file nobody listens on (a service that ended), and a path with no socket.
+    let dead = dir.path().join("dead-secret.sock");
+    drop(std::os::unix::net::UnixListener::bind(&dead).unwrap());
+    assert!(dead.exists(), "the dead socket file stays");
+    let missing = dir.path().join("missing-secret.sock");
+    for path in [dead, missing] {
+        let target = common::Target {
+            docker_host: format!("unix://{}", path.display()),
+            image: "paperclip-sandbox-base:latest".to_owned(),
+        };
+        let mut w = Wire::start(&target, "company-unreachable").await;
+        let started = std::time::Instant::now();
+        let probe = w.ok("environmentProbe", w.params(json!({}))).await;
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "answered promptly");
+        assert_eq!(probe["ok"], json!(false), "{probe}");
+        assert_eq!(probe["summary"], json!("The container engine is not reachable"), "{probe}");
+        assert_eq!(probe["diagnostics"][0]["code"], json!("engine_unreachable"), "{probe}");
+        assert_eq!(probe["diagnostics"][0]["severity"], json!("error"), "{probe}");
+        assert!(!probe.to_string().contains("secret"), "the address is not quoted: {probe}");
+        w.shutdown().await;
+    }
 }
