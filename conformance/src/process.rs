@@ -237,10 +237,12 @@ impl WorkerProcess {
         self.events.recv_timeout(timeout).ok()
     }
 
-    /// The exit status, if the worker has exited.
+    /// The exit status, if the worker has exited. The worker stays a zombie until this value
+    /// is dropped ([`exited_unreaped`]), so its pid, which is the group id every signal of
+    /// the harness goes to, cannot be given to another process in the meantime.
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
-            self.status = self.child.try_wait().ok().flatten();
+            self.status = exited_unreaped(self.pgid);
         }
         self.status
     }
@@ -287,12 +289,42 @@ impl WorkerProcess {
 impl Drop for WorkerProcess {
     fn drop(&mut self) {
         self.close_stdin();
-        // Kill whatever is left in the group (the worker or its orphans), then reap.
+        // Kill whatever is left in the group (the worker or its orphans), then reap: only now,
+        // so that no signal of this harness can reach a process that got the worker's pid.
         self.signal_group(libc::SIGKILL);
-        let _ = self.wait_exit(SIGTERM_GRACE);
+        if self.wait_exit(SIGTERM_GRACE).is_some() {
+            let _ = self.child.wait();
+        } else {
+            let _ = self.child.try_wait();
+        }
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
         }
+    }
+}
+
+/// The exit status of the child `pid` once it has exited, leaving it unreaped (a zombie keeps
+/// its pid, and so its process-group id, from being reused); `None` while it runs. The caller
+/// reaps it later (`Child::wait`).
+pub(crate) fn exited_unreaped(pid: i32) -> Option<ExitStatus> {
+    use std::os::unix::process::ExitStatusExt as _;
+    // SAFETY: waitid writes only into the zeroed siginfo it is given; the accessors read the
+    // fields the kernel filled for a child state change.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        if libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) != 0 || info.si_pid() == 0
+        {
+            return None;
+        }
+        let status = info.si_status();
+        let raw = match info.si_code {
+            libc::CLD_EXITED => (status & 0xff) << 8,
+            libc::CLD_KILLED => status & 0x7f,
+            libc::CLD_DUMPED => (status & 0x7f) | 0x80,
+            _ => return None,
+        };
+        Some(ExitStatus::from_raw(raw))
     }
 }
 
@@ -341,6 +373,26 @@ mod tests {
             u64::from_str_radix(line.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
         assert_eq!(mask & (1 << (libc::SIGQUIT - 1)), 0, "SIGQUIT ignored in the worker: {line}");
         assert!(p.wait_exit(Duration::from_secs(10)).is_some());
+    }
+
+    #[test]
+    fn an_exited_worker_keeps_its_pid_until_dropped() {
+        let t = Transcript::new("exit");
+        let mut p = WorkerProcess::spawn(&sh("exit 7"), t).unwrap();
+        let pid = p.pid();
+        let status = p.wait_exit(Duration::from_secs(10)).expect("exited");
+        assert_eq!(status.code(), Some(7));
+        assert_eq!(p.try_wait().and_then(|s| s.code()), Some(7), "the status is kept");
+        // Still a zombie: its pid (the group id the harness signals) is not free for reuse.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("pid still held");
+        let state = stat.rsplit(')').next().unwrap().trim_start().chars().next();
+        assert_eq!(state, Some('Z'));
+        drop(p);
+        assert!(std::fs::metadata(format!("/proc/{pid}")).is_err(), "reaped when dropped");
+
+        let mut killed = WorkerProcess::spawn(&sh("kill -9 $$"), Transcript::new("k")).unwrap();
+        let status = killed.wait_exit(Duration::from_secs(10)).expect("exited");
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
     }
 
     #[test]

@@ -126,7 +126,8 @@ fn run_manifest_probe(options: &RunOptions, extra_args: &[&str]) -> ManifestProb
     let deadline = Instant::now() + MANIFEST_PROBE_TIMEOUT;
     let mut status = None;
     while status.is_none() && Instant::now() < deadline {
-        status = child.try_wait().ok().flatten();
+        // Unreaped until the group is signalled below: the pid stays the probe's.
+        status = i32::try_from(child.id()).ok().and_then(crate::process::exited_unreaped);
         if status.is_none() {
             std::thread::sleep(Duration::from_millis(5));
         }
