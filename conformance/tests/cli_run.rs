@@ -97,6 +97,28 @@ fails_exactly! {
     secret_echoed_in_an_error: "secret-in-error.cjs" => ["secrets.no-leak"];
     worker_ignoring_shutdown_and_eof: "ignores-shutdown.cjs"
         => ["shutdown.on-request", "shutdown.on-stdin-eof"];
+    // The newest upstream methods (newer.cjs): each fixture has all of them but one break.
+    idle_answer_none_without_sealing: "idle-never-seals.cjs" => ["newer.idle-seal"];
+    idle_seal_lifted_by_a_stale_owner: "idle-stale-release.cjs" => ["newer.idle-seal"];
+    idle_sleep_while_a_command_runs: "idle-busy-none.cjs" => ["newer.idle-busy"];
+    task_status_answered_accepted: "task-accepted-for-status.cjs" => ["newer.task-pairing"];
+    task_status_for_another_task: "task-foreign-id.cjs" => ["newer.task-pairing"];
+    duplex_exit_code_wrong: "duplex-wrong-exit.cjs" => ["newer.duplex-roundtrip"];
+    duplex_output_lost: "duplex-loses-data.cjs" => ["newer.duplex-roundtrip"];
+    newest_method_answered_unknown: "newest-method-unknown.cjs" => ["newer.not-implemented"];
+}
+
+/// A worker with every newest upstream method, correct: each `newer.*` check runs and passes
+/// (`newer.task-pairing` through a `status` result, not only through a refusal).
+#[test]
+fn newest_fixture_passes_every_newer_check() {
+    let (code, report) = run_json("newest.cjs", &[]);
+    assert_eq!(ids_with(&report, "FAIL"), BTreeSet::new(), "{report}");
+    let newer: BTreeSet<String> =
+        registry::all().filter(|c| c.family() == "newer").map(|c| c.id.to_owned()).collect();
+    assert!(newer.contains("newer.task-pairing"));
+    assert!(ids_with(&report, "PASS").is_superset(&newer), "{report}");
+    assert_eq!(code, 0);
 }
 
 /// The paths of a manifest and a worker of the official-SDK fixture project, its npm
