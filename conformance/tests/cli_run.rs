@@ -106,6 +106,9 @@ fails_exactly! {
     duplex_exit_code_wrong: "duplex-wrong-exit.cjs" => ["newer.duplex-roundtrip"];
     duplex_output_lost: "duplex-loses-data.cjs" => ["newer.duplex-roundtrip"];
     newest_method_answered_unknown: "newest-method-unknown.cjs" => ["newer.not-implemented"];
+    not_implemented_with_another_message: "not-implemented-message.cjs"
+        => ["newer.not-implemented"];
+    login_terminal_without_an_exit: "login-pty-no-exit.cjs" => ["newer.login-pty"];
 }
 
 /// A worker with every newest upstream method, correct: each `newer.*` check runs and passes
@@ -167,12 +170,17 @@ fn correct_fixture_passes_every_check_without_skips() {
     let (code, report) = run_json("correct.cjs", &["--require-cli", "sh,tar"]);
     assert_eq!(ids_with(&report, "FAIL"), BTreeSet::new());
     // Every check applies to this provider but those of the newest methods it does not
-    // implement (idle sleep, Runner tasks, duplex channels).
-    let newer: BTreeSet<String> =
-        ["newer.idle-seal", "newer.idle-busy", "newer.task-pairing", "newer.duplex-roundtrip"]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
+    // implement (idle sleep, Runner tasks, duplex channels, login terminals).
+    let newer: BTreeSet<String> = [
+        "newer.idle-seal",
+        "newer.idle-busy",
+        "newer.task-pairing",
+        "newer.duplex-roundtrip",
+        "newer.login-pty",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
     assert_eq!(ids_with(&report, "SKIP"), newer);
     assert_eq!(code, 0);
     assert!(report["manifest_source"].as_str().unwrap().contains("--manifest"));
@@ -200,9 +208,10 @@ fn backend_down_is_one_failure_and_the_rest_blocked() {
     let (code, report) = run_json("backend-down.cjs", &["--require-cli", "sh"]);
     assert_eq!(code, 1);
     assert_eq!(ids_with(&report, "FAIL"), BTreeSet::from(["lifecycle.acquire".to_owned()]));
-    // The newest methods' lease checks are gated on methods this worker does not advertise
-    // (prepareIdleSleep, duplexChannelOpen): they skip before any lease is needed.
-    let gated_off = ["newer.idle-busy", "newer.duplex-roundtrip"];
+    // The newest methods' lease checks are gated on what this worker does not offer
+    // (prepareIdleSleep, duplexChannelOpen, supportsLoginPty): they skip before any lease is
+    // needed.
+    let gated_off = ["newer.idle-busy", "newer.duplex-roundtrip", "newer.login-pty"];
     let expected: BTreeSet<String> = all()
         .filter(|c| c.needs_lease() && c.id != "lifecycle.acquire" && !gated_off.contains(&c.id))
         .map(|c| c.id.to_owned())
