@@ -102,6 +102,7 @@ const CHAPTER_BY_PREFIX: &[(&str, Chapter)] = &[
     ("IDLE-", NEWER),
     ("TASK-", NEWER),
     ("DUPLEX-", NEWER),
+    ("LOGIN-", NEWER),
     ("MAN-", MANIFEST),
 ];
 

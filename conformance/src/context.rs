@@ -130,6 +130,9 @@ pub struct WorkerFacts {
     pub declared: Map<String, Value>,
     /// Capabilities that are verified and declared (or defaulted) true.
     pub effective: Vec<Capability>,
+    /// The driver declares `supportsLoginPty: true` (or its deprecated alias
+    /// `supportsSetupTokenLogin: true`): the host may open login terminals on it.
+    pub login_pty: bool,
 }
 
 impl WorkerFacts {
@@ -150,7 +153,10 @@ impl WorkerFacts {
         };
         let declared = declared_capabilities(driver);
         let effective = effective_capabilities(driver, &supported, profile);
-        WorkerFacts { init, init_elapsed, supported, declared, effective }
+        let login_pty = driver
+            .and_then(|d| d.get("supportsLoginPty").or_else(|| d.get("supportsSetupTokenLogin")))
+            == Some(&Value::Bool(true));
+        WorkerFacts { init, init_elapsed, supported, declared, effective, login_pty }
     }
 
     /// True when initialize answered `ok: true`.

@@ -265,6 +265,8 @@ pub enum HostCall {
     Stop,
     /// A duplex command channel (`duplexChannelOpen` and the rest).
     Duplex,
+    /// A login terminal (`loginPtyOpen` and the rest) in a fresh lease.
+    LoginPty,
 }
 
 /// Whether the host makes `call` to this worker; `Err` says why not, for the skip reason.
@@ -301,6 +303,15 @@ pub enum HostCall {
 //   host requires a receipt with state "stopped".
 // - Duplex: environment-execution-target.ts opens a duplex channel only when the snapshot's
 //   duplexCommandStream (opt-in, needs duplexChannelOpen advertised) is effective.
+// - LoginPty: server/src/routes/agents.ts `resolveProviderSupportsLoginPty` reads the
+//   provider driver's manifest flag, `resolved?.driver.supportsLoginPty === true` (the
+//   validator folds the alias `supportsSetupTokenLogin` into it), and both login flows refuse
+//   to start without it (`assertCodexLoginProviderCapability`,
+//   `assertSetupTokenLoginProviderCapability`); services/device-login-service.ts
+//   `createProductionLoginSessionRuntime` checks it again, then acquires a fresh lease and
+//   opens the terminal in it. services/plugin-worker-manager.ts `openLoginPtySession` then
+//   calls `loginPtyOpen` without consulting supportedMethods: the flag alone decides, so a
+//   driver that declares it must answer the methods.
 pub fn host_makes(call: HostCall, facts: &WorkerFacts, profile: HostProfile) -> Result<(), String> {
     let need_cap = |c: Capability| {
         if facts.has(c) {
@@ -323,6 +334,10 @@ pub fn host_makes(call: HostCall, facts: &WorkerFacts, profile: HostProfile) -> 
         HostCall::ControlCommands => need_cap(Capability::IndependentControlCommands),
         HostCall::SessionCommands => need_cap(Capability::PersistentProcessSessions),
         HostCall::Duplex => need_cap(Capability::DuplexCommandStream),
+        HostCall::LoginPty if facts.login_pty => Ok(()),
+        HostCall::LoginPty => Err("the host would not open a login terminal: the driver does not \
+             declare supportsLoginPty: true"
+            .into()),
         HostCall::Stop => {
             if !profile.is_november() {
                 Err(format!("only under {}", HostProfile::Paperclip2026_11))

@@ -86,11 +86,12 @@ pub const CHECKS: &[Check] = &[
     check("lifecycle.stop-keeps-files", "LIFE-STOP-1", "stop answers a stopped receipt and keeps files", Main, &[ACQUIRE, Need::Host(HostCall::Stop), Need::Lease], lifecycle::stop_keeps_files),
     // The checks of the newest upstream methods, each gated by what the worker advertises and what
     // the host would call.
-    check("newer.not-implemented", "WIRE-METHOD-2", "environmentTask, routeAiConnection, loginPtyOpen, duplexChannelOpen: -32004 unless advertised", Main, &[NOVEMBER], newer::not_implemented),
+    check("newer.not-implemented", "WIRE-METHOD-2", "environmentTask, routeAiConnection, loginPtyOpen, duplexChannelOpen: -32004 with upstream's message unless advertised", Main, &[NOVEMBER], newer::not_implemented),
     check("newer.idle-seal", "IDLE-SEAL-1", "prepareIdleSleep none seals until the owner releases; a stale release does not", Fresh, &[NOVEMBER, Need::Method(Method::PrepareIdleSleep)], newer::seal),
     check("newer.idle-busy", "IDLE-BUSY-1", "no idle sleep while a command runs", Main, &[NOVEMBER, Need::Method(Method::PrepareIdleSleep), ACQUIRE, Need::Method(Method::EnvironmentExecute), Need::Lease], newer::busy),
     check("newer.task-pairing", "TASK-PAIR-1", "environmentTask refuses a foreign operation and answers status with status", Main, &[NOVEMBER, Need::Method(Method::EnvironmentTask)], newer::pairing),
     check("newer.duplex-roundtrip", "DUPLEX-1", "duplex channel: open, data, exit, close", Main, &[ACQUIRE, Need::Method(Method::DuplexChannelOpen), Need::Method(Method::DuplexChannelWrite), Need::Method(Method::DuplexChannelClose), Need::Host(HostCall::Duplex), Need::Lease], newer::duplex),
+    check("newer.login-pty", "LOGIN-PTY-1", "login terminal: open, output, input, exit, close", Main, &[ACQUIRE, Need::Host(HostCall::LoginPty), Need::Lease], newer::login_pty),
     // The shutdown group.
     check("shutdown.on-request", "SHUT-1", "exit within 10 s of shutdown", Fresh, &[], shutdown::on_request),
     check("shutdown.on-stdin-eof", "SHUT-2", "exit on stdin EOF", Fresh, &[], shutdown::on_stdin_eof),

@@ -136,6 +136,31 @@ fails_exactly! {
         "lifecycle.destroy-idempotent",
         "ledger.clean"
     ];
+    // The newest upstream methods (newer.cjs): each fixture has all of them but one break.
+    idle_answer_none_without_sealing: HandWritten("idle-never-seals.cjs") => ["newer.idle-seal"];
+    idle_seal_lifted_by_a_stale_owner: HandWritten("idle-stale-release.cjs") => ["newer.idle-seal"];
+    idle_sleep_while_a_command_runs: HandWritten("idle-busy-none.cjs") => ["newer.idle-busy"];
+    task_status_answered_accepted: HandWritten("task-accepted-for-status.cjs") => ["newer.task-pairing"];
+    task_status_for_another_task: HandWritten("task-foreign-id.cjs") => ["newer.task-pairing"];
+    duplex_exit_code_wrong: HandWritten("duplex-wrong-exit.cjs") => ["newer.duplex-roundtrip"];
+    duplex_output_lost: HandWritten("duplex-loses-data.cjs") => ["newer.duplex-roundtrip"];
+    newest_method_answered_unknown: HandWritten("newest-method-unknown.cjs") => ["newer.not-implemented"];
+    not_implemented_with_another_message: HandWritten("not-implemented-message.cjs")
+        => ["newer.not-implemented"];
+    login_terminal_without_an_exit: HandWritten("login-pty-no-exit.cjs") => ["newer.login-pty"];
+}
+
+/// A worker with every newest upstream method, correct: each `newer.*` check runs and passes
+/// (`newer.task-pairing` through a `status` result, not only through a refusal).
+#[test]
+fn newest_fixture_passes_every_newer_check() {
+    let (code, report) = run_json("newest.cjs", &[]);
+    assert_eq!(ids_with(&report, "FAIL"), BTreeSet::new(), "{report}");
+    let newer: BTreeSet<String> =
+        registry::all().filter(|c| c.family() == "newer").map(|c| c.id.to_owned()).collect();
+    assert!(newer.contains("newer.task-pairing"));
+    assert!(ids_with(&report, "PASS").is_superset(&newer), "{report}");
+    assert_eq!(code, 0);
 }
 
 /// A `--filter` that leaves `ledger.clean` out does not hide stuck leases: the selected checks
@@ -209,12 +234,17 @@ fn correct_fixture_passes_every_check_without_skips() {
     let (code, report) = run_json("correct.cjs", &["--require-cli", "sh,tar"]);
     assert_eq!(ids_with(&report, "FAIL"), BTreeSet::new());
     // Every check applies to this provider but those of the newest methods it does not
-    // implement (idle sleep, Runner tasks, duplex channels).
-    let newer: BTreeSet<String> =
-        ["newer.idle-seal", "newer.idle-busy", "newer.task-pairing", "newer.duplex-roundtrip"]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
+    // implement (idle sleep, Runner tasks, duplex channels, login terminals).
+    let newer: BTreeSet<String> = [
+        "newer.idle-seal",
+        "newer.idle-busy",
+        "newer.task-pairing",
+        "newer.duplex-roundtrip",
+        "newer.login-pty",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
     assert_eq!(ids_with(&report, "SKIP"), newer);
     assert_eq!(code, 0);
     assert!(report["manifest_source"].as_str().unwrap().contains("--manifest"));
@@ -246,14 +276,16 @@ fn backend_down_is_one_failure_and_the_rest_blocked() {
     };
     assert_eq!(code, 1);
     assert_eq!(ids_with(&report, "FAIL"), BTreeSet::from(["lifecycle.acquire".to_owned()]));
-    // The lease checks of methods this worker does not advertise (realize, sync, stop, idle
-    // sleep, duplex channels) skip before any lease is needed; every other one is BLOCKED.
+    // The lease checks of what this worker does not offer (realize, sync, stop, idle sleep,
+    // duplex channels, login terminals) skip before any lease is needed; every other one is
+    // BLOCKED.
     let gated_off = [
         "lifecycle.realize",
         "sync.round-trip",
         "lifecycle.stop-keeps-files",
         "newer.idle-busy",
         "newer.duplex-roundtrip",
+        "newer.login-pty",
     ];
     let expected: BTreeSet<String> = all()
         .filter(|c| c.needs_lease() && c.id != "lifecycle.acquire" && !gated_off.contains(&c.id))

@@ -1,17 +1,21 @@
 //! Checks of the newest upstream methods a worker advertises (`paperclip-2026-11`): idle-sleep
 //! sealing and owner fencing, no sleep while a command runs, environmentTask's
-//! operation/result pairing, a duplex channel's open → data → exit → close, and `-32004` for
+//! operation/result pairing, a duplex channel's open → data → exit → close, a login
+//! terminal's open → output → input → exit → close, and `-32004` with upstream's message for
 //! the known methods a worker does not implement.
 //!
 //! Each check is gated in [`crate::registry::CHECKS`] as the host gates its calls: a worker that does not
-//! advertise `prepareIdleSleep` is never asked to sleep, and a duplex channel is opened only
-//! when `duplexCommandStream` is effective. Every lease goes through the run's lease ledger,
+//! advertise `prepareIdleSleep` is never asked to sleep, a duplex channel is opened only
+//! when `duplexCommandStream` is effective, and a login terminal only on a driver that
+//! declares `supportsLoginPty`. Every lease goes through the run's lease ledger,
 //! every command through [`crate::hostmodel::Exec`].
 
 use std::time::{Duration, Instant};
 
-use paperclip_sandbox_protocol::jsonrpc::{Message, Request};
-use paperclip_sandbox_protocol::methods::{name, ChannelBytes, TaskOperation, TaskResult};
+use paperclip_sandbox_protocol::jsonrpc::{ErrorObject, Message, Request};
+use paperclip_sandbox_protocol::methods::{
+    name, ChannelBytes, TaskOperation, TaskResult, LOGIN_SESSION_HOME_PREFIX,
+};
 use serde_json::{json, Value};
 
 use crate::checks::execute;
@@ -250,7 +254,14 @@ pub fn duplex(ctx: &mut Ctx<'_>) -> CheckResult {
 }
 
 /// WIRE-METHOD-2 for the newest upstream methods: each one the worker does not advertise is
-/// answered `-32004`, never `-32601`.
+/// answered `-32004 <method> is not implemented by this plugin`, never `-32601`.
+///
+// Upstream packages/plugins/sdk/src/worker-rpc-host.ts `methodNotImplemented(method)`: code
+// `PLUGIN_RPC_ERROR_CODES.METHOD_NOT_IMPLEMENTED` (-32004), message
+// `${method} is not implemented by this plugin` (no trailing period); `dispatchMethod` throws
+// it for routeAiConnection and environmentTask without their hooks, and every loginPty* and
+// duplexChannel* handler does the same. The message is what
+// `ErrorObject::method_not_implemented` builds.
 ///
 /// Judged only for a worker on the newest upstream line, one that advertises a method of it
 /// (environmentStopLease, prepareIdleSleep, environmentTask, routeAiConnection): a worker built
@@ -278,12 +289,126 @@ pub fn not_implemented(ctx: &mut Ctx<'_>) -> CheckResult {
         if ctx.facts.advertises(method) {
             continue;
         }
+        let expected = ErrorObject::method_not_implemented(method);
         match ctx.session().call(method, json!({})) {
-            Reply::Error(e) if e.code == -32004 => {}
+            Reply::Error(e) if e.code == expected.code && e.message == expected.message => {}
             other => wrong.push(format!("{method}: {}", other.describe())),
         }
     }
     no_problems(&wrong, "-32004 <method> is not implemented by this plugin")
+}
+
+fn terminal_notices<'s>(
+    s: &'s Session,
+    method: &'s str,
+    route: &'s str,
+) -> impl Iterator<Item = &'s Value> + 's {
+    s.notices
+        .iter()
+        .filter(move |n| n.method == method && n.params["hostRouteId"] == route)
+        .map(|n| &n.params)
+}
+
+/// How long the login check waits for the terminal to end after its Ctrl-C.
+const INTERRUPT_WAIT: Duration = Duration::from_secs(5);
+
+/// LOGIN-PTY-1: a login terminal in a fresh lease, driven as the host's login transport drives
+/// it: open (a `workerSessionId`), output (the login command's prompt), input (Ctrl-C, which
+/// ends a login command on a real terminal), stop when it has not ended, one exit, close.
+///
+// Upstream server/src/services/plugin-worker-manager.ts `openLoginPtySession`: the host mints
+// a UUID `hostRouteId`, sends `loginPtyOpen {hostRouteId, driverKey, companyId, environmentId,
+// providerLeaseId, loginCommandKey, sessionHome}` with a key of the closed set and a session
+// home `/tmp/paperclip-adapter-login/<uuid>`, binds the reply's `workerSessionId`, then
+// `write` is `loginPtyInput {workerSessionId, data}`, `kill` is `loginPtyStop
+// {workerSessionId}`, `wait` resolves on `loginPty.exit`, and close is `loginPtyClose`.
+// The key follows the adapter (services/login-command.ts); the harness acquires for
+// claude_local, so it sends `claude`.
+pub fn login_pty(ctx: &mut Ctx<'_>) -> CheckResult {
+    let lease = ctx.acquire()?;
+    let route = crate::ids::uuid();
+    let base = ctx.base_params();
+    let open = json!({"hostRouteId": route, "driverKey": base["driverKey"],
+        "companyId": base["companyId"], "environmentId": base["environmentId"],
+        "providerLeaseId": lease.id, "loginCommandKey": "claude",
+        "sessionHome": format!("{LOGIN_SESSION_HOME_PREFIX}{}", crate::ids::uuid())});
+    let s = ctx.session();
+    let opened = s
+        .call(name::LOGIN_PTY_OPEN, open)
+        .into_result()
+        .map_err(|a| fail("a loginPtyOpen result", a))?;
+    let Some(session) =
+        opened["workerSessionId"].as_str().filter(|id| !id.is_empty()).map(str::to_owned)
+    else {
+        return Err(fail(
+            "a loginPtyOpen result with a workerSessionId",
+            clip(&opened.to_string()),
+        ));
+    };
+    let exited = |s: &Session| terminal_notices(s, name::LOGIN_PTY_EXIT, &route).next().is_some();
+    let result = (|| {
+        s.pump_until(Instant::now() + STREAM_WAIT, |s| {
+            exited(s) || terminal_notices(s, name::LOGIN_PTY_OUTPUT, &route).next().is_some()
+        });
+        let output: Vec<Value> =
+            terminal_notices(s, name::LOGIN_PTY_OUTPUT, &route).cloned().collect();
+        if output.is_empty() {
+            return Err(fail(
+                "loginPty.output (the login command's prompt) after loginPtyOpen",
+                if exited(s) { "only a loginPty.exit" } else { "nothing within 20 s" },
+            ));
+        }
+        if let Some(bad) = output.iter().find(|p| {
+            p["workerSessionId"] != session.as_str()
+                || p["chunk"].as_str().is_none_or(str::is_empty)
+        }) {
+            return Err(fail(
+                "loginPty.output bound to the open's workerSessionId, with a non-empty chunk",
+                clip(&bad.to_string()),
+            ));
+        }
+        let input = json!({"workerSessionId": session, "data": "\u{3}"});
+        let answered = s.call(name::LOGIN_PTY_INPUT, input);
+        // Input to a terminal that has already ended may be refused.
+        if !matches!(answered, Reply::Result(_)) && !exited(s) {
+            return Err(fail("loginPtyInput answered", answered.describe()));
+        }
+        s.pump_until(Instant::now() + INTERRUPT_WAIT, exited);
+        // The host ignores the stop's answer (the terminal may have ended already); only the
+        // exit resolves its wait.
+        let mut stopped = String::new();
+        if !exited(s) {
+            stopped = s.call(name::LOGIN_PTY_STOP, json!({"workerSessionId": session})).describe();
+            s.pump_until(Instant::now() + STREAM_WAIT, exited);
+        }
+        let exits: Vec<Value> =
+            terminal_notices(s, name::LOGIN_PTY_EXIT, &route).cloned().collect();
+        match exits.as_slice() {
+            [] => Err(fail(
+                "a loginPty.exit after Ctrl-C and loginPtyStop",
+                format!("none within 25 s (loginPtyStop answered {stopped})"),
+            )),
+            [exit]
+                if exit["workerSessionId"] == session.as_str()
+                    && (exit["exitCode"].is_i64() || exit["exitCode"].is_null()) =>
+            {
+                Ok(())
+            }
+            [exit] => Err(fail(
+                "loginPty.exit bound to the open's workerSessionId, with exitCode a number or null",
+                clip(&exit.to_string()),
+            )),
+            more => Err(fail("one loginPty.exit", format!("{}", more.len()))),
+        }
+    })();
+    // Close whatever happened: the terminal must not outlive the check.
+    let closed =
+        s.call(name::LOGIN_PTY_CLOSE, json!({"hostRouteId": route, "workerSessionId": session}));
+    result?;
+    match closed {
+        Reply::Result(v) if v["hostRouteId"] == route.as_str() => Ok(()),
+        other => Err(fail("loginPtyClose acknowledging the route", other.describe())),
+    }
 }
 
 #[cfg(test)]
