@@ -92,6 +92,12 @@ pub struct WorkerProcess {
     writer: Option<JoinHandle<()>>,
     events: Receiver<ProcEvent>,
     status: Option<ExitStatus>,
+    /// The leader has been reaped (its pid may be handed out again unless a member of its
+    /// group is left).
+    reaped: bool,
+    /// The group was seen empty after the leader was reaped: its id may belong to someone else
+    /// now, so it is never signalled again.
+    group_gone: bool,
     transcript: Transcript,
 }
 
@@ -206,6 +212,8 @@ impl WorkerProcess {
             writer: Some(writer),
             events,
             status: None,
+            reaped: false,
+            group_gone: false,
             transcript,
         })
     }
@@ -237,9 +245,9 @@ impl WorkerProcess {
         self.events.recv_timeout(timeout).ok()
     }
 
-    /// The exit status, if the worker has exited. The worker stays a zombie until this value
-    /// is dropped ([`exited_unreaped`]), so its pid, which is the group id every signal of
-    /// the harness goes to, cannot be given to another process in the meantime.
+    /// The exit status, if the worker has exited. An exited worker stays a zombie
+    /// ([`exited_unreaped`]) until its group is asked for or this value is dropped, so its pid,
+    /// the group id every signal of the harness goes to, cannot go to another process first.
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
             self.status = exited_unreaped(self.pgid);
@@ -261,12 +269,36 @@ impl WorkerProcess {
         }
     }
 
-    /// Sends `signal` to the worker's whole process group.
-    pub fn signal_group(&self, signal: i32) {
-        // SAFETY: kill has no memory-safety preconditions; a stale group gives ESRCH.
-        unsafe {
-            libc::kill(-self.pgid, signal);
+    /// Sends `signal` to the worker's whole process group, unless the group is known to be
+    /// gone.
+    ///
+    /// The group's id is the worker's pid. The kernel does not hand that number out again while
+    /// the worker is unreaped (an exited worker stays a zombie until the group is asked for,
+    /// see [`try_wait`](Self::try_wait)) or while any member of its group lives; so a signal
+    /// goes out only while one of the two holds, and never after the group was seen empty.
+    pub fn signal_group(&mut self, signal: i32) {
+        if !self.group_alive() {
+            return;
         }
+        // SAFETY: kill has no memory-safety preconditions; a stale group gives ESRCH.
+        if unsafe { libc::kill(-self.pgid, signal) } != 0 {
+            self.group_gone = self.reaped;
+        }
+    }
+
+    /// True while a process of the worker's group other than an exited worker is alive: the
+    /// exited worker is reaped first, so it is not counted (no process table is scanned).
+    pub fn group_alive(&mut self) -> bool {
+        if self.try_wait().is_some() && !self.reaped {
+            let _ = self.child.wait();
+            self.reaped = true;
+        }
+        if self.group_gone {
+            return false;
+        }
+        let alive = group_alive(self.pgid);
+        self.group_gone = self.reaped && !alive;
+        alive
     }
 
     /// The end of the shutdown ladder: close stdin, wait `grace`, SIGTERM the group, wait
@@ -289,13 +321,10 @@ impl WorkerProcess {
 impl Drop for WorkerProcess {
     fn drop(&mut self) {
         self.close_stdin();
-        // Kill whatever is left in the group (the worker or its orphans), then reap: only now,
-        // so that no signal of this harness can reach a process that got the worker's pid.
+        // Kill whatever is left in the group (the worker or its orphans), then reap.
         self.signal_group(libc::SIGKILL);
-        if self.wait_exit(SIGTERM_GRACE).is_some() {
+        if self.wait_exit(SIGTERM_GRACE).is_some() && !self.reaped {
             let _ = self.child.wait();
-        } else {
-            let _ = self.child.try_wait();
         }
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
@@ -387,8 +416,13 @@ mod tests {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("pid still held");
         let state = stat.rsplit(')').next().unwrap().trim_start().chars().next();
         assert_eq!(state, Some('Z'));
+        // Asking for the group reaps the worker: an exited worker is not a member that counts.
+        assert!(!p.group_alive(), "only the exited worker was in its group");
+        assert!(std::fs::metadata(format!("/proc/{pid}")).is_err(), "reaped once asked for");
+        // The group was seen empty: its id is never signalled again.
+        p.signal_group(libc::SIGKILL);
+        assert!(p.group_gone);
         drop(p);
-        assert!(std::fs::metadata(format!("/proc/{pid}")).is_err(), "reaped when dropped");
 
         let mut killed = WorkerProcess::spawn(&sh("kill -9 $$"), Transcript::new("k")).unwrap();
         let status = killed.wait_exit(Duration::from_secs(10)).expect("exited");
@@ -412,7 +446,7 @@ mod tests {
         let mut p =
             WorkerProcess::spawn(&sh("trap '' TERM; while :; do sleep 0.05; done"), t).unwrap();
         let pid = p.pid();
-        assert!(group_alive(pid));
+        assert!(p.group_alive());
         let (status, on_its_own) = p.stop(Duration::from_millis(50), Duration::from_millis(50));
         assert!(status.is_some());
         assert!(!on_its_own);

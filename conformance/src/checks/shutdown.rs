@@ -17,7 +17,6 @@ use crate::context::{fail, CheckResult, Ctx, Finding};
 use crate::host::Session;
 use crate::hostmodel::{quote, Exec};
 use crate::ledger::Lease;
-use crate::process::group_alive;
 
 /// SHUT-1.
 pub fn on_request(ctx: &mut Ctx<'_>) -> CheckResult {
@@ -155,10 +154,10 @@ pub fn no_orphans(ctx: &mut Ctx<'_>) -> CheckResult {
     }
     // Give children that are on their way out a moment to go.
     let deadline = Instant::now() + Duration::from_millis(500);
-    while group_alive(pgid) && Instant::now() < deadline {
+    while s.process().group_alive() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    if group_alive(pgid) {
+    if s.process().group_alive() {
         s.process().signal_group(libc::SIGKILL);
         if let Some(beat) = &heartbeat {
             stop_heartbeat(ctx, &mut s, beat);
