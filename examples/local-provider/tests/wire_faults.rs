@@ -2,7 +2,7 @@
 //! stdin, its stdout closes or stalls; nothing it started may outlive it, and its memory stays
 //! bounded. Each test reads `/proc` only to judge the effect on its own processes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -146,6 +146,13 @@ fn gone_within(pids: &[i32], bound: Duration) -> bool {
     !pids.iter().any(|&p| alive(p))
 }
 
+/// How long the worker may take to exit after a signal, stdin EOF or a closed stdout with a
+/// command running: the runtime's shutdown grace (the worker keeps the SDK default) for the
+/// cancelled hooks and their commands, plus 2 s for the rest (answers, flush, exit).
+fn exit_bound() -> Duration {
+    paperclip_sandbox_sdk::DEFAULT_SHUTDOWN_GRACE + Duration::from_secs(2)
+}
+
 fn signal(pid: i32, sig: i32) {
     // SAFETY: kill(2) on the worker this test spawned.
     assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
@@ -181,8 +188,14 @@ async fn sigterm_and_sigint_shut_down_and_end_running_commands() {
         let answer = answer.expect("the cancelled execute is answered");
         assert_eq!(answer["result"]["metadata"]["cancelled"], json!(true), "{answer}");
         let (status, _) = w.wait_exit().await;
+        let took = sent.elapsed();
         assert_eq!(status.code(), Some(0), "signal {sig}: {status:?}");
-        eprintln!("signal {sig}: exited {:?} after the signal, a command running", sent.elapsed());
+        eprintln!(
+            "signal {sig}: exited {} ms after the signal, a command running (bound {} ms)",
+            took.as_millis(),
+            exit_bound().as_millis()
+        );
+        assert!(took <= exit_bound(), "signal {sig}: exit took {took:?}");
         assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
     }
 }
@@ -206,8 +219,12 @@ async fn stdin_eof_ends_the_worker_and_its_commands() {
     let (status, _) = w.wait_exit().await;
     let took = closed.elapsed();
     assert_eq!(status.code(), Some(0));
-    eprintln!("stdin EOF: exited {took:?} after EOF with a command running");
-    assert!(took < Duration::from_secs(25), "the worker waited for the command: {took:?}");
+    eprintln!(
+        "stdin EOF: exited {} ms after EOF with a command running (bound {} ms)",
+        took.as_millis(),
+        exit_bound().as_millis()
+    );
+    assert!(took <= exit_bound(), "the worker waited for the command: {took:?}");
     assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
 }
 
@@ -217,10 +234,17 @@ async fn a_closed_stdout_ends_the_worker_and_its_commands() {
     let lease = w.lease().await;
     let (sh, sleep) = w.start_command(&lease).await;
     w.stdout = None; // the host stops reading and closes its end
+    let sent = Instant::now();
     w.send(r#"{"jsonrpc":"2.0","id":9,"method":"health"}"#).await;
-    let (status, took) = w.wait_exit().await;
+    let (status, _) = w.wait_exit().await;
+    let took = sent.elapsed();
     assert_eq!(status.code(), Some(0));
-    eprintln!("closed stdout: exited {took:?} after the write that failed");
+    eprintln!(
+        "closed stdout: exited {} ms after the request whose answer failed to write (bound {} ms)",
+        took.as_millis(),
+        exit_bound().as_millis()
+    );
+    assert!(took <= exit_bound(), "exit took {took:?}");
     assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
 }
 
@@ -230,11 +254,17 @@ fn rss_kib(pid: i32) -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-/// The seconds the stall test lets the host not read (`STALL_SECS`, default 5).
+/// The seconds the stall test lets the host not read (`STALL_SECS`, default 20, at least 3).
+/// Cheap: the command blocks on its full pipe, so the worker idles, and the test runs beside
+/// the symlink race, which takes about as long.
 fn stall() -> Duration {
-    let secs = std::env::var("STALL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
-    Duration::from_secs(secs)
+    let secs = std::env::var("STALL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    Duration::from_secs(secs.max(3))
 }
+
+/// After the first seconds of a stall (the output queue filling up to its bound), the worker's
+/// RSS may grow by less than this.
+const STALL_GROWTH_KIB: u64 = 16 * 1024;
 
 #[tokio::test]
 async fn a_stalled_host_leaves_memory_flat() {
@@ -244,15 +274,29 @@ async fn a_stalled_host_leaves_memory_flat() {
     let line = json!({"jsonrpc": "2.0", "id": "yes", "method": "environmentExecute", "params": p});
     w.send(&line.to_string()).await;
     // The host reads nothing at all now.
+    let stalled = Instant::now();
     let start = rss_kib(w.pid());
-    let mut peak = start;
-    let until = Instant::now() + stall();
-    while Instant::now() < until {
+    let (mut peak, mut at_2s) = (start, None);
+    while stalled.elapsed() < stall() {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        peak = peak.max(rss_kib(w.pid()));
+        let rss = rss_kib(w.pid());
+        if at_2s.is_none() && stalled.elapsed() >= Duration::from_secs(2) {
+            at_2s = Some(rss);
+        }
+        peak = peak.max(rss);
     }
-    eprintln!("stalled host: RSS {start} KiB at start, peak {peak} KiB over {:?}", stall());
+    let at_2s = at_2s.unwrap();
+    eprintln!(
+        "stalled host: RSS {start} KiB at start, {at_2s} KiB at 2 s, peak {peak} KiB over {:?} \
+         (growth after 2 s: {} KiB, bound {STALL_GROWTH_KIB} KiB)",
+        stall(),
+        peak - at_2s
+    );
     assert!(peak < 200 * 1024, "RSS grew to {peak} KiB while the host stalled");
+    assert!(
+        peak - at_2s < STALL_GROWTH_KIB,
+        "RSS kept growing while the host stalled: {at_2s} KiB at 2 s, peak {peak} KiB"
+    );
     // Reading again, the worker is still serving: shut it down.
     w.stdin = None;
     let mut drained = 0u64;
@@ -449,13 +493,23 @@ async fn secrets_never_reach_an_error_or_a_log_at_trace() {
     }
 }
 
-/// The attempts of the symlink race (`RACE_ATTEMPTS`, default 6,000).
+/// The attempts of the symlink race (`RACE_ATTEMPTS`, default 8,000: 2,000 of each kind).
 fn race_attempts() -> usize {
-    std::env::var("RACE_ATTEMPTS").ok().and_then(|s| s.parse().ok()).unwrap_or(6_000)
+    std::env::var("RACE_ATTEMPTS").ok().and_then(|s| s.parse().ok()).unwrap_or(8_000)
+}
+
+/// One attempt of the race below: a syncIn of a file or a tree into the flipped directory, a
+/// syncOut from it, or an execute whose `cwd` is it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Attempt {
+    SyncInFile,
+    SyncInTree,
+    SyncOut,
+    Execute,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_directory_flipped_into_a_symlink_never_moves_a_sync_outside_the_lease() {
+async fn a_directory_flipped_into_a_symlink_never_moves_a_sync_or_a_command_outside_the_lease() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     let mut w = Raw::start().await;
@@ -491,39 +545,55 @@ async fn a_directory_flipped_into_a_symlink_never_moves_a_sync_outside_the_lease
         })
     };
 
+    // Where the command runs when it runs in `d` (a directory), and where it escaped to.
+    let inside = std::fs::canonicalize(&cwd).unwrap().join("d");
+    let outside_canon = std::fs::canonicalize(outside.path()).unwrap();
     let attempts = race_attempts();
-    let (mut ok, mut refused) = (0usize, 0usize);
-    let mut leaked_out = 0usize;
+    // Per kind: (done, refused). An execute is "done" when its command ran in `d`.
+    let mut counts = std::collections::BTreeMap::<Attempt, (usize, usize)>::new();
+    let (mut leaked_out, mut ran_outside) = (0usize, Vec::new());
     for i in 0..attempts {
-        let (method, files) = match i % 3 {
-            0 => (
-                "environmentSyncIn",
-                json!([{"sourcePath": src.path().join("f"),
+        let kind =
+            [Attempt::SyncInFile, Attempt::SyncInTree, Attempt::SyncOut, Attempt::Execute][i % 4];
+        let files = match kind {
+            Attempt::SyncInFile => json!([{"sourcePath": src.path().join("f"),
                 "targetPath": d.join(format!("f{i}")), "kind": "file"}]),
-            ),
-            1 => (
-                "environmentSyncIn",
-                json!([{"sourcePath": src.path().join("tree"),
+            Attempt::SyncInTree => json!([{"sourcePath": src.path().join("tree"),
                 "targetPath": d.join(format!("t{i}")), "kind": "directory"}]),
-            ),
-            _ => (
-                "environmentSyncOut",
-                json!([{"sourcePath": d.join("host-secret"),
+            Attempt::SyncOut => json!([{"sourcePath": d.join("host-secret"),
                 "targetPath": host.path().join(format!("o{i}")), "kind": "file"}]),
-            ),
+            Attempt::Execute => json!(null),
         };
-        let v = w.sync(method, &lease, files).await;
-        if v.get("result").is_some() {
-            ok += 1;
-        } else {
-            refused += 1;
-        }
-        if i % 3 == 2 {
-            let got =
-                std::fs::read_to_string(host.path().join(format!("o{i}"))).unwrap_or_default();
-            if got == "OUTSIDE" {
-                leaked_out += 1;
+        let done = match kind {
+            Attempt::SyncInFile | Attempt::SyncInTree => {
+                w.sync("environmentSyncIn", &lease, files).await.get("result").is_some()
             }
+            Attempt::SyncOut => {
+                let v = w.sync("environmentSyncOut", &lease, files).await;
+                let got =
+                    std::fs::read_to_string(host.path().join(format!("o{i}"))).unwrap_or_default();
+                if got == "OUTSIDE" {
+                    leaked_out += 1;
+                }
+                v.get("result").is_some()
+            }
+            Attempt::Execute => {
+                // The command writes a marker and prints where it runs, both in its cwd.
+                let p = w.params(json!({"lease": lease, "cwd": d, "command": "sh",
+                    "args": ["-c", format!("pwd -P > m{i} && touch e{i} && pwd -P")]}));
+                let v = w.call(json!(format!("x{i}")), "environmentExecute", p).await;
+                let at = v["result"]["stdout"].as_str().unwrap_or("").trim_end();
+                if Path::new(at).starts_with(&outside_canon) {
+                    ran_outside.push(at.to_owned());
+                }
+                v["result"]["exitCode"] == json!(0) && Path::new(at) == inside
+            }
+        };
+        let entry = counts.entry(kind).or_default();
+        if done {
+            entry.0 += 1;
+        } else {
+            entry.1 += 1;
         }
     }
     stop.store(true, Ordering::Relaxed);
@@ -534,13 +604,18 @@ async fn a_directory_flipped_into_a_symlink_never_moves_a_sync_outside_the_lease
         .filter(|n| n != "host-secret")
         .collect();
     eprintln!(
-        "symlink race: {attempts} attempts ({ok} done, {refused} refused), {flips} flips, \
-         {} escapes in, {leaked_out} escapes out",
-        escaped_in.len()
+        "symlink race: {attempts} attempts, {flips} flips; (done, refused) per kind: {counts:?}; \
+         {} escapes in (syncIn or command writes), {leaked_out} escapes out (syncOut), \
+         {} commands ran outside",
+        escaped_in.len(),
+        ran_outside.len()
     );
     assert!(flips > 100, "the attacker ran ({flips} flips)");
-    assert!(ok > 0 && refused > 0, "the race was contested: {ok} done, {refused} refused");
-    assert!(escaped_in.is_empty(), "syncIn wrote outside the lease: {escaped_in:?}");
+    for (kind, (done, refused)) in &counts {
+        assert!(*done > 0 && *refused > 0, "{kind:?}: contested? {done} done, {refused} refused");
+    }
+    assert!(escaped_in.is_empty(), "a write landed outside the lease: {escaped_in:?}");
     assert_eq!(leaked_out, 0, "syncOut read outside the lease");
+    assert!(ran_outside.is_empty(), "a command ran outside the lease: {ran_outside:?}");
     assert_eq!(std::fs::read_to_string(outside.path().join("host-secret")).unwrap(), "OUTSIDE");
 }
