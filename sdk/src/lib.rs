@@ -183,6 +183,8 @@ pub mod prelude {
 /// Support for the code the macros generate; not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::provider::{parse_config, typed, typed_config};
+    pub use crate::runtime::ResultJson;
     pub use paperclip_sandbox_protocol::capabilities::{Capability, CAPABILITIES};
     pub use paperclip_sandbox_protocol::manifest::Category;
     pub use serde::de::DeserializeOwned;

@@ -68,13 +68,13 @@ pub trait DriverConfig {
 #[macro_export]
 macro_rules! __provider_call {
     ($provider:ident, $method:ident, $params:ident, $cx:ident, $hook:ident, $ty:ident) => {
-        $crate::provider::typed($method.as_str(), $params, |p: $ty| $provider.$hook(p, $cx)).await
+        $crate::__private::typed($method.as_str(), $params, |p: $ty| $provider.$hook(p, $cx)).await
     };
     ($provider:ident, $method:ident, $params:ident, $cx:ident, $hook:ident, $ty:ident, $cfg:ident) => {
-        $crate::provider::typed_config(
+        $crate::__private::typed_config(
             $method.as_str(),
             $params,
-            |p: $ty| p.map_config($crate::provider::parse_config::<P::$cfg>),
+            |p: $ty| p.map_config($crate::__private::parse_config::<P::$cfg>),
             |p| $provider.$hook(p, $cx),
         )
         .await
@@ -142,9 +142,9 @@ macro_rules! __provider_items {
         async fn call_hook<P: SandboxProvider + ?Sized>(
             provider: &P,
             method: Method,
-            params: Option<&serde_json::value::RawValue>,
+            params: Option<&$crate::__private::RawValue>,
             cx: $crate::Context,
-        ) -> Result<$crate::runtime::ResultJson, $crate::protocol::jsonrpc::ErrorObject> {
+        ) -> Result<$crate::__private::ResultJson, $crate::protocol::jsonrpc::ErrorObject> {
             match method {
                 $( Method::$marker => {
                     $crate::__provider_call!(provider, method, params, cx, $hook, $params $(, $cfg)?)
@@ -173,7 +173,8 @@ macro_rules! __provider_items {
 paperclip_sandbox_protocol::method_table! { hooks crate::__provider_items }
 
 /// Deserializes a hook's params from the raw text, runs the hook, serializes its result once.
-pub(crate) async fn typed<T, R, F, Fut>(
+#[doc(hidden)]
+pub async fn typed<T, R, F, Fut>(
     method: &'static str,
     params: Option<&RawValue>,
     hook: F,
@@ -234,7 +235,8 @@ impl<P: SandboxProvider> SandboxProvider for std::sync::Arc<P> {
 /// config into the provider's type. A config that does not fit is answered as the contract
 /// says, naming where and what, never the value: `environmentValidateConfig` answers
 /// `{ok: false, errors: [...]}`, every other hook `-32602 Invalid params: ...`.
-pub(crate) async fn typed_config<W, T, R, C, F, Fut>(
+#[doc(hidden)]
+pub async fn typed_config<W, T, R, C, F, Fut>(
     method: &'static str,
     params: Option<&RawValue>,
     convert: C,
@@ -292,7 +294,8 @@ impl std::error::Error for ConfigError {}
 /// Parses the wire's config object into `T`, once. The error names the path and what `T`
 /// expects there; serde's own message is cut to its "expected …" part, because the rest may
 /// quote the value.
-pub(crate) fn parse_config<T: DeserializeOwned>(config: JsonObject) -> Result<T, ConfigError> {
+#[doc(hidden)]
+pub fn parse_config<T: DeserializeOwned>(config: JsonObject) -> Result<T, ConfigError> {
     serde_path_to_error::deserialize(Value::Object(config)).map_err(|e| {
         let mut path = String::from("config");
         for segment in e.path().iter() {

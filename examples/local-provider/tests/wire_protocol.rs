@@ -197,7 +197,7 @@ async fn a_hundred_concurrent_requests_all_answer() {
         let v = w.next().await.unwrap();
         let id = v["id"].as_str().unwrap().to_string();
         let i: u64 = id[1..].parse().unwrap();
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             assert_eq!(v["result"]["normalizedConfig"]["syncTimeoutMs"], json!(i + 1), "{v}");
         } else {
             assert_eq!(v["result"]["providerLeaseId"], Value::Null, "{v}");

@@ -21,6 +21,6 @@ pub(crate) mod stdout_guard;
 pub use codec::{DEFAULT_FRAME_LIMIT, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER};
 pub use dispatch::DEFAULT_MAX_CONCURRENCY;
 pub use peer::DEFAULT_HOST_CALL_TIMEOUT;
-pub(crate) use result_json::ResultJson;
+pub use result_json::ResultJson;
 pub use serve::{RuntimeConfig, ServeEnd, DEFAULT_SHUTDOWN_GRACE};
 pub(crate) use shared::Handler;

@@ -12,8 +12,10 @@ pub(crate) const SPLICE_MIN: usize = 64 * 1024;
 
 /// A request's result as JSON text: the parts, concatenated, are one JSON value, and each part
 /// is UTF-8 on its own (parts are cut only next to an ASCII byte).
+/// (Public only for the code `#[provider]` and the method table generate.)
+#[doc(hidden)]
 #[derive(Debug, Clone)]
-pub(crate) struct ResultJson {
+pub struct ResultJson {
     parts: Vec<Bytes>,
 }
 
