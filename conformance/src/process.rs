@@ -274,8 +274,10 @@ impl WorkerProcess {
     ///
     /// The group's id is the worker's pid. The kernel does not hand that number out again while
     /// the worker is unreaped (an exited worker stays a zombie until the group is asked for,
-    /// see [`try_wait`](Self::try_wait)) or while any member of its group lives; so a signal
-    /// goes out only while one of the two holds, and never after the group was seen empty.
+    /// see [`try_wait`](Self::try_wait)) or while any member of its group lives. A signal goes
+    /// out only right after the group was seen alive, and never once it was seen empty; after
+    /// a `SIGKILL` the group is watched until it is empty (2 s at most), so the id is not left
+    /// to be signalled later, when the number could belong to someone else.
     pub fn signal_group(&mut self, signal: i32) {
         if !self.group_alive() {
             return;
@@ -283,6 +285,13 @@ impl WorkerProcess {
         // SAFETY: kill has no memory-safety preconditions; a stale group gives ESRCH.
         if unsafe { libc::kill(-self.pgid, signal) } != 0 {
             self.group_gone = self.reaped;
+            return;
+        }
+        if signal == libc::SIGKILL {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while self.group_alive() && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(2));
+            }
         }
     }
 
