@@ -61,7 +61,7 @@ pub const REQUIREMENTS: &[Requirement] = &[
     req("WIRE-ID-1", Must, "Every request id is echoed with its exact JSON type and value, numbers and strings alike.", "JSON-RPC 2.0 Specification, \"Response object\""),
     req("WIRE-VOID-1", Must, "A void method is answered with `\"result\": null`, never with a response lacking `result`.", "JSON-RPC 2.0 Specification, \"Response object\"; @paperclipai/plugin-sdk worker-rpc-host"),
     req("WIRE-METHOD-1", Must, "A method the worker does not know at all gets -32601.", "JSON-RPC 2.0 Specification, \"Error object\"; @paperclipai/plugin-sdk worker-rpc-host"),
-    req("WIRE-METHOD-2", Must, "A known method without a hook gets -32004 (`<method> is not implemented by this plugin`).", "@paperclipai/plugin-sdk protocol.ts (PLUGIN_RPC_ERROR_CODES); @paperclipai/plugin-sdk worker-rpc-host"),
+    req("WIRE-METHOD-2", Must, "A known method without a hook gets -32004 (the upstream SDK says `<method> is not implemented by this plugin`; another message is noted, not failed).", "@paperclipai/plugin-sdk protocol.ts (PLUGIN_RPC_ERROR_CODES); @paperclipai/plugin-sdk worker-rpc-host"),
     req("WIRE-FRAME-1", Must, "An oversize line gets an error answer or is ignored, and the worker keeps serving.", "@paperclipai/plugin-sdk worker-rpc-host (line reader)"),
     req("WIRE-STDOUT-1", Must, "stdout carries only protocol lines, over the whole life of the worker.", "PLUGIN_SPEC.md (worker processes); @paperclipai/plugin-sdk worker-rpc-host"),
     req("INIT-1", Must, "initialize is answered within 15 s with `ok: true`.", "@paperclipai/plugin-sdk protocol.ts (initialize); @paperclipai/plugin-sdk worker-rpc-host"),

@@ -145,9 +145,24 @@ fails_exactly! {
     duplex_exit_code_wrong: HandWritten("duplex-wrong-exit.cjs") => ["newer.duplex-roundtrip"];
     duplex_output_lost: HandWritten("duplex-loses-data.cjs") => ["newer.duplex-roundtrip"];
     newest_method_answered_unknown: HandWritten("newest-method-unknown.cjs") => ["newer.not-implemented"];
-    not_implemented_with_another_message: HandWritten("not-implemented-message.cjs")
-        => ["newer.not-implemented"];
     login_terminal_without_an_exit: HandWritten("login-pty-no-exit.cjs") => ["newer.login-pty"];
+}
+
+/// `-32004` with a message of its own is what the host needs: the check passes and notes the
+/// upstream SDK's wording.
+#[test]
+fn not_implemented_with_another_message_is_noted_not_failed() {
+    let (code, report) = run_json("not-implemented-message.cjs", &[]);
+    assert_eq!(ids_with(&report, "FAIL"), BTreeSet::new(), "{report}");
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "newer.not-implemented")
+        .expect("the check ran");
+    assert_eq!(check["status"], "PASS", "{check}");
+    assert!(check["notes"].to_string().contains("not the upstream SDK's message"), "{check}");
+    assert_eq!(code, 0);
 }
 
 /// A worker with every newest upstream method, correct: each `newer.*` check runs and passes
