@@ -246,7 +246,7 @@ impl WorkerProcess {
     }
 
     /// The exit status, if the worker has exited. An exited worker stays a zombie
-    /// ([`exited_unreaped`]) until its group is asked for or this value is dropped, so its pid,
+    /// (`waitid` with `WNOWAIT`) until its group is asked for or this value is dropped, so its pid,
     /// the group id every signal of the harness goes to, cannot go to another process first.
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
