@@ -15,7 +15,10 @@ fn passes_every_check(extra_config: serde_json::Value) {
         // `delegate`; the manifest does not declare `duplexCommandStream`, so a host never opens
         // a channel (whose command would run outside bubblewrap) and its check skips. No
         // environmentTask hook.
-        (HostProfile::Paperclip2026_11, &["newer.task-pairing", "newer.duplex-roundtrip"][..]),
+        (
+            HostProfile::Paperclip2026_11,
+            &["newer.task-pairing", "newer.login-pty", "newer.duplex-roundtrip"][..],
+        ),
         // Under paperclip-2026-09 environmentStopLease and the newest methods do not exist.
         (
             HostProfile::Paperclip2026_09,
@@ -25,6 +28,7 @@ fn passes_every_check(extra_config: serde_json::Value) {
                 "newer.idle-seal",
                 "newer.idle-busy",
                 "newer.task-pairing",
+                "newer.login-pty",
                 "newer.duplex-roundtrip",
             ][..],
         ),

@@ -37,6 +37,7 @@ async fn container_provider_passes_every_check_and_leaves_no_container() {
                 "newer.idle-seal",
                 "newer.idle-busy",
                 "newer.task-pairing",
+                "newer.login-pty",
                 "newer.duplex-roundtrip",
             ];
             let mut skips: Vec<&'static str> = newer.to_vec();

@@ -9,8 +9,9 @@ use paperclip_sandbox_protocol::HostProfile;
 #[test]
 fn local_provider_passes_every_check() {
     for (profile, skips) in [
-        // No environmentTask hook: its pairing check skips.
-        (HostProfile::Paperclip2026_11, &["newer.task-pairing"][..]),
+        // No environmentTask hook and no login terminal (the driver does not declare
+        // supportsLoginPty): their checks skip.
+        (HostProfile::Paperclip2026_11, &["newer.task-pairing", "newer.login-pty"][..]),
         // Under paperclip-2026-09 environmentStopLease, idle sleep and environmentTask do not
         // exist, so their checks skip.
         (
@@ -21,6 +22,7 @@ fn local_provider_passes_every_check() {
                 "newer.idle-seal",
                 "newer.idle-busy",
                 "newer.task-pairing",
+                "newer.login-pty",
             ][..],
         ),
     ] {

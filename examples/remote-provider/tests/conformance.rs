@@ -40,6 +40,7 @@ async fn every_must_check_passes_under_both_profiles() {
             "newer.idle-seal",
             "newer.idle-busy",
             "newer.task-pairing",
+            "newer.login-pty",
             "newer.duplex-roundtrip",
         ];
         if !profile.is_november() {
