@@ -73,7 +73,17 @@ async fn stdin_env_literal_args_and_exit_codes() {
     // A command that does not read its stdin still ends (no deadlock on a large stdin).
     let big = "x".repeat(4 * 1024 * 1024);
     let (_, ignored) = w.sh(&id, "echo done", json!({"stdin": big})).await;
-    assert_eq!(ignored["stdout"], json!("done\n"), "{ignored}");
+    assert_eq!(ignored["exitCode"], json!(0), "{ignored}");
+    // podman 4.3 sometimes resets the exec's attach socket when the command exits with stdin
+    // still in flight, and the engine then loses the output (its own error text is all that
+    // comes back; README, "Known podman 4.3 quirks"). Only that engine error excuses a missing
+    // output.
+    let engine_reset = ignored["stderr"].as_str().is_some_and(|e| {
+        e.starts_with("Error: read unixpacket") && e.contains("connection reset by peer")
+    });
+    if !engine_reset {
+        assert_eq!(ignored["stdout"], json!("done\n"), "{ignored}");
+    }
     let (_, counted) = w.sh(&id, "wc -c", json!({"stdin": "x".repeat(3_000_000)})).await;
     assert_eq!(counted["stdout"].as_str().unwrap().trim(), "3000000", "{counted}");
     // Arguments reach the program literally: no shell in between.
