@@ -7,13 +7,13 @@
 //! sync source (syncOut) and execute `cwd` is then opened from the lease's own directory
 //! descriptor, one resolution in the kernel that may not leave the lease and may not follow a
 //! symlink at any component ([`Anchor::dir_beneath`]; an execute `cwd` may follow symlinks
-//! that stay inside, [`Resolve::Beneath`]). Later operations name entries relative to that
-//! descriptor through its `/proc/self/fd/<n>` path ([`Anchor::path`]): the kernel resolves
-//! that to the opened directory itself, never again through the names that led to it, and
-//! the copy code never follows a symlink at the last component (it creates with `O_EXCL`,
-//! renames over entries, and enters or chmods directories only through descriptors opened
-//! with `O_NOFOLLOW`). A directory flipped to a symlink mid-sync makes the sync fail; it
-//! cannot make it write or read outside.
+//! that stay inside, [`Resolve::Beneath`]). The copy and the command then start from that
+//! descriptor's `/proc/self/fd/<n>` path ([`Anchor::path`]): the kernel resolves that to the
+//! opened directory itself, never again through the names that led to it. Below it the copy
+//! works on descriptors alone ([`crate::copy`]): every entry is opened, created (`O_EXCL`),
+//! renamed or entered relative to its directory's descriptor, never through a symlink at the
+//! last component (`O_NOFOLLOW`). A directory flipped to a symlink mid-sync makes the sync
+//! fail; it cannot make it write or read outside.
 //!
 //! Chosen over `cap-std`: its `Dir` follows symlinks that stay inside the sandbox, while a
 //! sync must not follow any, and the copy code needs descriptor-relative `fchmod`, which the

@@ -23,14 +23,24 @@
 //!   sockets, devices) are skipped.
 //! - An abort flag is checked between entries and between buffers, so a timed-out transfer stops
 //!   promptly.
+//! - **Descriptors, not paths.** A mapping's two roots are resolved once; below them every
+//!   entry is named relative to its directory's descriptor (`openat`, `fstatat`, `mkdirat`,
+//!   `renameat`, `readlinkat`, through `rustix`'s safe wrappers), so a deep tree costs one
+//!   name lookup per entry, never a walk from the root, and a directory swapped for a symlink
+//!   mid-copy is never followed (`O_NOFOLLOW` on every open). One [`COPY_BUF`] buffer serves
+//!   the whole mapping.
 
-use std::fs::{self, File, OpenOptions};
+use std::ffi::{CStr, OsStr};
+use std::fs::{self, File};
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::beneath::Anchor;
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+
 use crate::error::{ErrorKind, LocalError, Result};
 use crate::glob::Excludes;
 
@@ -86,12 +96,19 @@ fn check_abort(opts: &CopyOptions<'_>) -> Result<()> {
     }
 }
 
-fn io_at(what: &str, path: &Path, e: std::io::Error) -> LocalError {
-    LocalError::io(format!("{what} {}", path.display()), e)
+fn io_at(what: &str, path: &Path, e: impl Into<std::io::Error>) -> LocalError {
+    LocalError::io(format!("{what} {}", path.display()), e.into())
 }
 
-fn staging_name(dir: &Path) -> PathBuf {
-    dir.join(format!("{STAGING_PREFIX}-{}", crate::random_hex(8)))
+/// A fresh staging name: the reserved prefix and 64 random bits.
+fn staging_name() -> String {
+    format!("{STAGING_PREFIX}-{}", crate::random_hex(8))
+}
+
+/// The path that names the open directory `dir` itself (for the rare path-based steps:
+/// following a symlink, the test hook).
+fn fd_path(dir: BorrowedFd<'_>) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()))
 }
 
 /// A test hook called with a staged path.
@@ -105,85 +122,127 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// Removes a staged file unless disarmed.
-struct StagedGuard(Option<PathBuf>);
+/// A directory a copy writes into: its descriptor, and the path it is reported by.
+struct Target<'a> {
+    dir: BorrowedFd<'a>,
+    shown: &'a Path,
+}
 
-impl Drop for StagedGuard {
+/// Removes a staged entry unless disarmed.
+struct StagedGuard<'a> {
+    dir: BorrowedFd<'a>,
+    name: Option<&'a str>,
+}
+
+impl Drop for StagedGuard<'_> {
     fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            let _ = fs::remove_file(p);
+        if let Some(name) = self.name.take() {
+            let _ = rfs::unlinkat(self.dir, name, AtFlags::empty());
         }
     }
 }
 
-/// Stream `src` into a staged file next to `dst`, set `mode`, fsync, rename over `dst`.
-fn replace_file(src: &Path, dst: &Path, mode: u32, opts: &CopyOptions<'_>) -> Result<u64> {
-    let parent =
-        dst.parent().ok_or_else(|| LocalError::invalid("target has no parent directory"))?;
-    let mut input = File::open(src).map_err(|e| io_at("open", src, e))?;
-    let staged = staging_name(parent);
-    let mut out = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&staged)
-        .map_err(|e| io_at("create", &staged, e))?;
-    let mut guard = StagedGuard(Some(staged.clone()));
-    let mut buf = vec![0u8; COPY_BUF];
+/// Opens a regular file for reading: never following a symlink at the last component when
+/// `nofollow`, never blocking on a fifo swapped in; anything but a regular file is `None`.
+fn open_source(
+    dir: BorrowedFd<'_>,
+    name: impl rustix::path::Arg,
+    nofollow: bool,
+) -> std::io::Result<Option<(File, u32)>> {
+    let mut flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+    if nofollow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let fd = rfs::openat(dir, name, flags, Mode::empty())?;
+    let st = rfs::fstat(&fd)?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Ok(None);
+    }
+    Ok(Some((File::from(fd), st.st_mode)))
+}
+
+/// Stream `input` into a staged file in `to`, set `mode`, fsync, rename over `name`.
+fn replace_file(
+    mut input: File,
+    shown_src: &Path,
+    to: &Target<'_>,
+    name: &OsStr,
+    mode: u32,
+    opts: &CopyOptions<'_>,
+    buf: &mut [u8],
+) -> Result<u64> {
+    let staged = staging_name();
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rfs::openat(to.dir, staged.as_str(), flags, Mode::from_raw_mode(0o600))
+        .map_err(|e| io_at("create a staging file in", to.shown, e))?;
+    let guard = StagedGuard { dir: to.dir, name: Some(&staged) };
+    let mut out = File::from(fd);
     let mut total = 0u64;
     loop {
         check_abort(opts)?;
-        let n = match input.read(&mut buf) {
+        let n = match input.read(buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_at("read", src, e)),
+            Err(e) => return Err(io_at("read", shown_src, e)),
         };
-        out.write_all(&buf[..n]).map_err(|e| io_at("write", &staged, e))?;
+        out.write_all(&buf[..n]).map_err(|e| io_at("write into", to.shown, e))?;
         total += n as u64;
     }
-    out.set_permissions(fs::Permissions::from_mode(mode))
-        .map_err(|e| io_at("chmod", &staged, e))?;
-    out.sync_all().map_err(|e| io_at("fsync", &staged, e))?;
+    rfs::fchmod(&out, Mode::from_raw_mode(mode)).map_err(|e| io_at("chmod in", to.shown, e))?;
+    out.sync_all().map_err(|e| io_at("fsync in", to.shown, e))?;
     drop(out);
     #[cfg(test)]
     BEFORE_RENAME.with(|h| {
         if let Some(h) = h.borrow().as_ref() {
-            h(&staged)
+            h(&fd_path(to.dir).join(&staged))
         }
     });
-    fs::rename(&staged, dst).map_err(|e| io_at("rename onto", dst, e))?;
-    guard.0 = None;
+    rfs::renameat(to.dir, staged.as_str(), to.dir, name)
+        .map_err(|e| io_at("rename onto", &to.shown.join(name), e))?;
+    let mut guard = guard;
+    guard.name = None;
     Ok(total)
 }
 
-/// Recreate the symlink `src` at `dst`, atomically.
-fn replace_link(src: &Path, dst: &Path) -> Result<()> {
-    let target = fs::read_link(src).map_err(|e| io_at("read link", src, e))?;
-    let parent =
-        dst.parent().ok_or_else(|| LocalError::invalid("target has no parent directory"))?;
-    let staged = staging_name(parent);
-    std::os::unix::fs::symlink(&target, &staged).map_err(|e| io_at("create link", &staged, e))?;
-    let mut guard = StagedGuard(Some(staged.clone()));
-    fs::rename(&staged, dst).map_err(|e| io_at("rename onto", dst, e))?;
-    guard.0 = None;
+/// Recreate the symlink `from_name` of `from` as `name` in `to`, atomically.
+fn replace_link(
+    (from, from_name): (BorrowedFd<'_>, &OsStr),
+    shown_src: &Path,
+    to: &Target<'_>,
+    name: &OsStr,
+) -> Result<()> {
+    let link = rfs::readlinkat(from, from_name, Vec::new())
+        .map_err(|e| io_at("read link", shown_src, e))?;
+    let staged = staging_name();
+    rfs::symlinkat(link.as_c_str(), to.dir, staged.as_str())
+        .map_err(|e| io_at("create a link in", to.shown, e))?;
+    let mut guard = StagedGuard { dir: to.dir, name: Some(&staged) };
+    rfs::renameat(to.dir, staged.as_str(), to.dir, name)
+        .map_err(|e| io_at("rename onto", &to.shown.join(name), e))?;
+    guard.name = None;
     Ok(())
 }
 
 /// Resolve a symlink that is to be followed, enforcing [`CopyOptions::links_confined_to`].
-fn follow_link(path: &Path, opts: &CopyOptions<'_>) -> Result<fs::Metadata> {
-    let resolved = path
-        .canonicalize()
-        .map_err(|e| LocalError::io(format!("follow symlink {} (dangling?)", path.display()), e))?;
+fn follow_link(
+    path: &Path,
+    shown: &Path,
+    opts: &CopyOptions<'_>,
+) -> Result<(PathBuf, fs::Metadata)> {
+    let resolved = path.canonicalize().map_err(|e| {
+        LocalError::io(format!("follow symlink {} (dangling?)", shown.display()), e)
+    })?;
     if let Some(root) = opts.links_confined_to {
         if !resolved.starts_with(root) {
             return Err(LocalError::new(
                 ErrorKind::Confinement,
-                format!("symlink {} leads outside the lease directory", path.display()),
+                format!("symlink {} leads outside the lease directory", shown.display()),
             ));
         }
     }
-    fs::metadata(&resolved).map_err(|e| io_at("stat", &resolved, e))
+    let meta = fs::metadata(&resolved).map_err(|e| io_at("stat", shown, e))?;
+    Ok((resolved, meta))
 }
 
 /// Remove whatever is at `path` (a directory tree, a file or a link; never following a link).
@@ -207,6 +266,30 @@ fn create_parents(dst: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Opens a directory to copy from or into; `nofollow`: not through a symlink at the last
+/// component.
+fn open_dir(
+    dir: BorrowedFd<'_>,
+    name: impl rustix::path::Arg,
+    nofollow: bool,
+) -> std::io::Result<OwnedFd> {
+    let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if nofollow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    Ok(rfs::openat(dir, name, flags, Mode::empty())?)
+}
+
+/// The parent directory of `dst` (made when missing), opened, and `dst`'s last component.
+fn open_parent(dst: &Path) -> Result<(OwnedFd, &OsStr)> {
+    let name =
+        dst.file_name().ok_or_else(|| LocalError::invalid("target has no parent directory"))?;
+    let parent = dst.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("/"));
+    create_parents(dst)?;
+    let fd = open_dir(rfs::CWD, parent, false).map_err(|e| io_at("open directory", parent, e))?;
+    Ok((fd, name))
+}
+
 /// Copy a `kind: "file"` mapping: `src` (a file, or a symlink) replaces `dst` atomically.
 pub fn copy_file_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Result<Transfer> {
     check_abort(opts)?;
@@ -215,24 +298,44 @@ pub fn copy_file_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resu
         return Ok(Transfer::default());
     }
     let meta = fs::symlink_metadata(src).map_err(|e| io_at("stat", src, e))?;
-    create_parents(dst)?;
-    let meta = if meta.file_type().is_symlink() {
-        if !opts.follow_symlinks {
-            replace_link(src, dst)?;
-            return Ok(Transfer { files: 1, bytes: 0 });
-        }
-        follow_link(src, opts)?
-    } else {
-        meta
-    };
-    if !meta.is_file() {
-        return Err(LocalError::invalid(format!(
+    let (parent, dst_name) = open_parent(dst)?;
+    let to = Target { dir: parent.as_fd(), shown: dst.parent().unwrap_or(dst) };
+    let not_file = || {
+        LocalError::invalid(format!(
             "source {} of a kind \"file\" mapping is not a regular file",
             src.display()
-        )));
-    }
-    let bytes = replace_file(src, dst, file_mode(opts, meta.mode()), opts)?;
+        ))
+    };
+    let opened = if meta.file_type().is_symlink() {
+        if !opts.follow_symlinks {
+            let (src_parent, src_name) = open_parent_existing(src)?;
+            replace_link((src_parent.as_fd(), src_name), src, &to, dst_name)?;
+            return Ok(Transfer { files: 1, bytes: 0 });
+        }
+        let (resolved, meta) = follow_link(src, src, opts)?;
+        if !meta.is_file() {
+            return Err(not_file());
+        }
+        open_source(rfs::CWD, resolved.as_path(), false)
+    } else if meta.is_file() {
+        open_source(rfs::CWD, src, true)
+    } else {
+        return Err(not_file());
+    };
+    let (input, source_mode) = opened.map_err(|e| io_at("open", src, e))?.ok_or_else(not_file)?;
+    let mut buf = vec![0u8; COPY_BUF];
+    let bytes =
+        replace_file(input, src, &to, dst_name, file_mode(opts, source_mode), opts, &mut buf)?;
     Ok(Transfer { files: 1, bytes })
+}
+
+/// The existing parent directory of `path`, opened, and its last component.
+fn open_parent_existing(path: &Path) -> Result<(OwnedFd, &OsStr)> {
+    let name =
+        path.file_name().ok_or_else(|| LocalError::invalid("the path has no last component"))?;
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("/"));
+    let fd = open_dir(rfs::CWD, parent, false).map_err(|e| io_at("open directory", parent, e))?;
+    Ok((fd, name))
 }
 
 /// Copy a `kind: "directory"` mapping: `dst` is removed, then rebuilt from the tree at `src`.
@@ -261,94 +364,175 @@ pub fn copy_dir_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resul
     remove_existing(dst)?;
     create_parents(dst)?;
     fs::DirBuilder::new().mode(0o700).create(dst).map_err(|e| io_at("create directory", dst, e))?;
-    // From here on, the new directory is reached through its descriptor only: if a process
-    // in the lease swaps it for a symlink, nothing follows that.
-    let dst_dir = Anchor::open_nofollow(dst).map_err(|e| io_at("open directory", dst, e))?;
-    let src_dir = Anchor::open_nofollow(src).ok();
-    let src_path = src_dir.as_ref().map_or_else(|| src.to_path_buf(), Anchor::path);
+    // From here on, both trees are reached through descriptors only: if a process in the
+    // lease swaps a directory for a symlink, nothing follows that.
+    let dst_dir = open_dir(rfs::CWD, dst, true).map_err(|e| io_at("open directory", dst, e))?;
+    // The source root may itself be reached through a symlink (a host path, or an anchor's
+    // `/proc/self/fd/<n>`): it was resolved and checked above.
+    let src_dir = open_dir(rfs::CWD, src, false).map_err(|e| io_at("open directory", src, e))?;
     let mut total = Transfer::default();
-    let mut ancestors = vec![(root_meta.dev(), root_meta.ino())];
-    copy_tree(&src_path, &dst_dir.path(), "", opts, &mut ancestors, &mut total)?;
-    dst_dir
-        .chmod(root_meta.mode() & opts.dir_mode_mask & 0o777)
+    let mut walk = Walk {
+        opts,
+        ancestors: vec![(root_meta.dev(), root_meta.ino())],
+        total: &mut total,
+        buf: vec![0u8; COPY_BUF],
+        src_root: src,
+        dst_root: dst,
+    };
+    walk.tree(src_dir.as_fd(), dst_dir.as_fd(), "")?;
+    rfs::fchmod(&dst_dir, Mode::from_raw_mode(root_meta.mode() & opts.dir_mode_mask & 0o777))
         .map_err(|e| io_at("chmod", dst, e))?;
     Ok(total)
 }
 
-fn copy_tree(
-    src: &Path,
-    dst: &Path,
-    rel: &str,
-    opts: &CopyOptions<'_>,
-    ancestors: &mut Vec<(u64, u64)>,
-    total: &mut Transfer,
-) -> Result<()> {
-    let mut entries: Vec<_> = fs::read_dir(src)
-        .map_err(|e| io_at("list", src, e))?
-        .collect::<std::io::Result<_>>()
-        .map_err(|e| io_at("list", src, e))?;
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        check_abort(opts)?;
+/// One directory mapping's walk.
+struct Walk<'a, 'o> {
+    opts: &'a CopyOptions<'o>,
+    /// `(dev, ino)` of the directories entered, to refuse cycles when following links.
+    ancestors: Vec<(u64, u64)>,
+    total: &'a mut Transfer,
+    buf: Vec<u8>,
+    src_root: &'a Path,
+    dst_root: &'a Path,
+}
+
+/// A directory's entries (name and type from the directory itself), in name order.
+fn list(dir: BorrowedFd<'_>) -> std::io::Result<Vec<(std::ffi::CString, FileType)>> {
+    let mut entries = Vec::new();
+    for entry in rfs::Dir::read_from(dir)? {
+        let entry = entry?;
         let name = entry.file_name();
-        let Some(name_str) = name.to_str() else {
-            tracing::warn!(dir = %src.display(), "skipping an entry whose name is not UTF-8");
-            continue;
-        };
-        if name_str.starts_with(STAGING_PREFIX) {
+        if name == c"." || name == c".." {
             continue;
         }
-        let child_rel =
-            if rel.is_empty() { name_str.to_string() } else { format!("{rel}/{name_str}") };
-        if opts.excludes.is_excluded(&child_rel) {
-            continue;
-        }
-        let (from, to) = (src.join(&name), dst.join(&name));
-        let mut meta = fs::symlink_metadata(&from).map_err(|e| io_at("stat", &from, e))?;
-        let is_link = meta.file_type().is_symlink();
-        if is_link {
-            if !opts.follow_symlinks {
-                replace_link(&from, &to)?;
-                total.files += 1;
+        entries.push((name.to_owned(), entry.file_type()));
+    }
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
+}
+
+impl Walk<'_, '_> {
+    fn tree(&mut self, from: BorrowedFd<'_>, to: BorrowedFd<'_>, rel: &str) -> Result<()> {
+        let shown_dir =
+            |root: &Path| if rel.is_empty() { root.to_path_buf() } else { root.join(rel) };
+        let entries = list(from).map_err(|e| io_at("list", &shown_dir(self.src_root), e))?;
+        let dst_shown = shown_dir(self.dst_root);
+        let target = Target { dir: to, shown: &dst_shown };
+        for (cname, kind) in entries {
+            check_abort(self.opts)?;
+            let name = OsStr::from_bytes(cname.to_bytes());
+            let Some(name_str) = name.to_str() else {
+                tracing::warn!(dir = %shown_dir(self.src_root).display(), "skipping an entry whose name is not UTF-8");
+                continue;
+            };
+            if name_str.starts_with(STAGING_PREFIX) {
                 continue;
             }
-            meta = follow_link(&from, opts)?;
-        }
-        if meta.is_dir() {
-            let id = (meta.dev(), meta.ino());
-            if ancestors.contains(&id) {
-                return Err(LocalError::invalid(format!(
-                    "symlink cycle at {} while following links",
-                    from.display()
-                )));
+            let child_rel =
+                if rel.is_empty() { name_str.to_string() } else { format!("{rel}/{name_str}") };
+            if self.opts.excludes.is_excluded(&child_rel) {
+                continue;
             }
-            fs::DirBuilder::new()
-                .mode(0o700)
-                .create(&to)
-                .map_err(|e| io_at("create directory", &to, e))?;
-            // Enter both directories through descriptors opened without following a
-            // symlink (a followed link is entered by its resolved path, checked above).
-            let to_dir = Anchor::open_nofollow(&to).map_err(|e| io_at("open directory", &to, e))?;
-            let from_dir = if is_link {
-                None
-            } else {
-                Some(Anchor::open_nofollow(&from).map_err(|e| io_at("open directory", &from, e))?)
+            let shown = self.src_root.join(&child_rel);
+            let kind = match kind {
+                FileType::Unknown => {
+                    let st = rfs::statat(from, cname.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)
+                        .map_err(|e| io_at("stat", &shown, e))?;
+                    FileType::from_raw_mode(st.st_mode)
+                }
+                known => known,
             };
-            let from_path = from_dir.as_ref().map_or_else(|| from.clone(), Anchor::path);
-            ancestors.push(id);
-            copy_tree(&from_path, &to_dir.path(), &child_rel, opts, ancestors, total)?;
-            ancestors.pop();
-            to_dir
-                .chmod(meta.mode() & opts.dir_mode_mask & 0o777)
-                .map_err(|e| io_at("chmod", &to, e))?;
+            match kind {
+                FileType::Symlink if !self.opts.follow_symlinks => {
+                    replace_link((from, name), &shown, &target, name)?;
+                    self.total.files += 1;
+                }
+                FileType::Symlink => self.followed(from, cname.as_c_str(), &target, &child_rel)?,
+                FileType::Directory => {
+                    let from_dir = open_dir(from, cname.as_c_str(), true)
+                        .map_err(|e| io_at("open directory", &shown, e))?;
+                    self.dir(from_dir, &target, name, &child_rel)?;
+                }
+                FileType::RegularFile => {
+                    match open_source(from, cname.as_c_str(), true)
+                        .map_err(|e| io_at("open", &shown, e))?
+                    {
+                        Some((input, mode)) => self.file(input, &shown, &target, name, mode)?,
+                        None => {
+                            tracing::debug!(path = %shown.display(), "skipping an entry that is no longer a regular file")
+                        }
+                    }
+                }
+                _ => tracing::debug!(path = %shown.display(), "skipping a special file"),
+            }
+        }
+        Ok(())
+    }
+
+    fn file(
+        &mut self,
+        input: File,
+        shown: &Path,
+        to: &Target<'_>,
+        name: &OsStr,
+        mode: u32,
+    ) -> Result<()> {
+        let mode = file_mode(self.opts, mode);
+        self.total.bytes += replace_file(input, shown, to, name, mode, self.opts, &mut self.buf)?;
+        self.total.files += 1;
+        Ok(())
+    }
+
+    /// A symlink that is followed: its target is copied (a directory is entered by its
+    /// resolved path, which [`follow_link`] checked).
+    fn followed(
+        &mut self,
+        from: BorrowedFd<'_>,
+        cname: &CStr,
+        to: &Target<'_>,
+        rel: &str,
+    ) -> Result<()> {
+        let shown = self.src_root.join(rel);
+        let name = OsStr::from_bytes(cname.to_bytes());
+        let (resolved, meta) = follow_link(&fd_path(from).join(name), &shown, self.opts)?;
+        if meta.is_dir() {
+            let from_dir = open_dir(rfs::CWD, resolved.as_path(), true)
+                .map_err(|e| io_at("open directory", &shown, e))?;
+            self.dir(from_dir, to, name, rel)
         } else if meta.is_file() {
-            total.bytes += replace_file(&from, &to, file_mode(opts, meta.mode()), opts)?;
-            total.files += 1;
+            match open_source(rfs::CWD, resolved.as_path(), true)
+                .map_err(|e| io_at("open", &shown, e))?
+            {
+                Some((input, mode)) => self.file(input, &shown, to, name, mode),
+                None => Ok(()),
+            }
         } else {
-            tracing::debug!(path = %from.display(), "skipping a special file");
+            tracing::debug!(path = %shown.display(), "skipping a special file");
+            Ok(())
         }
     }
-    Ok(())
+
+    /// Copy the directory open as `from` into a new directory `name` of `to`.
+    fn dir(&mut self, from: OwnedFd, to: &Target<'_>, name: &OsStr, rel: &str) -> Result<()> {
+        let st = rfs::fstat(&from).map_err(|e| io_at("stat", &self.src_root.join(rel), e))?;
+        let id = (st.st_dev, st.st_ino);
+        if self.ancestors.contains(&id) {
+            return Err(LocalError::invalid(format!(
+                "symlink cycle at {} while following links",
+                self.src_root.join(rel).display()
+            )));
+        }
+        let dst_shown = self.dst_root.join(rel);
+        rfs::mkdirat(to.dir, name, Mode::from_raw_mode(0o700))
+            .map_err(|e| io_at("create directory", &dst_shown, e))?;
+        let to_dir =
+            open_dir(to.dir, name, true).map_err(|e| io_at("open directory", &dst_shown, e))?;
+        self.ancestors.push(id);
+        self.tree(from.as_fd(), to_dir.as_fd(), rel)?;
+        self.ancestors.pop();
+        let mode = st.st_mode & self.opts.dir_mode_mask & 0o777;
+        rfs::fchmod(&to_dir, Mode::from_raw_mode(mode)).map_err(|e| io_at("chmod", &dst_shown, e))
+    }
 }
 
 #[cfg(test)]

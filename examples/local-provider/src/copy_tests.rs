@@ -1,7 +1,7 @@
 //! Unit tests of [`super`]: real trees in temporary directories.
 
 use super::*;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{symlink, PermissionsExt};
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -185,4 +185,36 @@ fn large_files_stream_through_a_bounded_buffer() {
     let t = copy_file_mapping(&big, &f.dst.join("big.bin"), &opts(&ex, &abort)).unwrap();
     assert_eq!(t.bytes, 9 * (COPY_BUF as u64 + 17));
     assert_eq!(fs::read(&big).unwrap(), fs::read(f.dst.join("big.bin")).unwrap());
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
+#[test]
+fn a_fifo_in_a_tree_is_skipped_without_blocking() {
+    let f = fixture();
+    mkfifo(&f.src.join("sub/pipe"));
+    let (ex, abort) = (Excludes::default(), AtomicBool::new(false));
+    let t = copy_dir_mapping(&f.src, &f.dst, &opts(&ex, &abort)).unwrap();
+    // The fixture's five files (its staging-named one is skipped) and its link; not the fifo.
+    assert_eq!(t.files, 6);
+    assert!(fs::symlink_metadata(f.dst.join("sub/pipe")).is_err());
+}
+
+#[test]
+fn a_source_swapped_for_a_fifo_is_refused_without_blocking() {
+    // A command in the lease can replace a listed file with a fifo before the copy opens it;
+    // the open must not wait for a writer that never comes.
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("was-a-file");
+    mkfifo(&fifo);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(open_source(rfs::CWD, fifo.as_path(), true).map(|o| o.is_none()));
+    });
+    let refused = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("open blocked");
+    assert!(refused.unwrap(), "a fifo is not a regular file");
 }

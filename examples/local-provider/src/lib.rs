@@ -43,10 +43,11 @@ pub use error::{ErrorKind, LocalError};
 
 /// A random lowercase hex string of `bytes * 2` characters, from the kernel's random source.
 pub fn random_hex(bytes: usize) -> String {
-    use std::io::Read;
     let mut buf = vec![0u8; bytes];
-    let filled = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf));
-    if filled.is_err() {
+    // One `getrandom(2)` call (a sync stages every file under a fresh name, so this is on the
+    // per-file path); short only for requests past 256 bytes, or when interrupted.
+    let filled = rustix::rand::getrandom(&mut buf[..], rustix::rand::GetRandomFlags::empty());
+    if filled.ok() != Some(bytes) {
         // Fall back to a time-and-counter mix; uniqueness, not secrecy, is what callers need.
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -64,5 +65,8 @@ pub fn random_hex(bytes: usize) -> String {
             *b = x as u8;
         }
     }
-    buf.iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    buf.iter()
+        .flat_map(|b| [HEX[usize::from(b >> 4)] as char, HEX[usize::from(b & 15)] as char])
+        .collect()
 }
