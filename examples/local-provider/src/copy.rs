@@ -175,7 +175,7 @@ fn replace_file(
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rfs::openat(to.dir, staged.as_str(), flags, Mode::from_raw_mode(0o600))
         .map_err(|e| io_at("create a staging file in", to.shown, e))?;
-    let guard = StagedGuard { dir: to.dir, name: Some(&staged) };
+    let mut guard = StagedGuard { dir: to.dir, name: Some(&staged) };
     let mut out = File::from(fd);
     let mut total = 0u64;
     loop {
@@ -200,7 +200,6 @@ fn replace_file(
     });
     rfs::renameat(to.dir, staged.as_str(), to.dir, name)
         .map_err(|e| io_at("rename onto", &to.shown.join(name), e))?;
-    let mut guard = guard;
     guard.name = None;
     Ok(total)
 }
@@ -280,12 +279,15 @@ fn open_dir(
     Ok(rfs::openat(dir, name, flags, Mode::empty())?)
 }
 
-/// The parent directory of `dst` (made when missing), opened, and `dst`'s last component.
-fn open_parent(dst: &Path) -> Result<(OwnedFd, &OsStr)> {
+/// The parent directory of `path` (made first when `create`), opened, and `path`'s last
+/// component.
+fn open_parent(path: &Path, create: bool) -> Result<(OwnedFd, &OsStr)> {
     let name =
-        dst.file_name().ok_or_else(|| LocalError::invalid("target has no parent directory"))?;
-    let parent = dst.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("/"));
-    create_parents(dst)?;
+        path.file_name().ok_or_else(|| LocalError::invalid("the path has no last component"))?;
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("/"));
+    if create {
+        create_parents(path)?;
+    }
     let fd = open_dir(rfs::CWD, parent, false).map_err(|e| io_at("open directory", parent, e))?;
     Ok((fd, name))
 }
@@ -298,7 +300,7 @@ pub fn copy_file_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resu
         return Ok(Transfer::default());
     }
     let meta = fs::symlink_metadata(src).map_err(|e| io_at("stat", src, e))?;
-    let (parent, dst_name) = open_parent(dst)?;
+    let (parent, dst_name) = open_parent(dst, true)?;
     let to = Target { dir: parent.as_fd(), shown: dst.parent().unwrap_or(dst) };
     let not_file = || {
         LocalError::invalid(format!(
@@ -308,7 +310,7 @@ pub fn copy_file_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resu
     };
     let opened = if meta.file_type().is_symlink() {
         if !opts.follow_symlinks {
-            let (src_parent, src_name) = open_parent_existing(src)?;
+            let (src_parent, src_name) = open_parent(src, false)?;
             replace_link((src_parent.as_fd(), src_name), src, &to, dst_name)?;
             return Ok(Transfer { files: 1, bytes: 0 });
         }
@@ -327,15 +329,6 @@ pub fn copy_file_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resu
     let bytes =
         replace_file(input, src, &to, dst_name, file_mode(opts, source_mode), opts, &mut buf)?;
     Ok(Transfer { files: 1, bytes })
-}
-
-/// The existing parent directory of `path`, opened, and its last component.
-fn open_parent_existing(path: &Path) -> Result<(OwnedFd, &OsStr)> {
-    let name =
-        path.file_name().ok_or_else(|| LocalError::invalid("the path has no last component"))?;
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("/"));
-    let fd = open_dir(rfs::CWD, parent, false).map_err(|e| io_at("open directory", parent, e))?;
-    Ok((fd, name))
 }
 
 /// Copy a `kind: "directory"` mapping: `dst` is removed, then rebuilt from the tree at `src`.
