@@ -16,8 +16,9 @@
 //! fail; it cannot make it write or read outside.
 //!
 //! Chosen over `cap-std`: its `Dir` follows symlinks that stay inside the sandbox, while a
-//! sync must not follow any, and the copy code needs descriptor-relative `fchmod`, which the
-//! anchor gives with a few system calls. On kernels without `openat2` (before 5.6) the walk
+//! sync must not follow any (a `followSymlinks` syncOut resolves each link itself, checks it,
+//! then opens its target through [`Anchor::dir_beneath`] so that nothing on the way can have
+//! become a link since). On kernels without `openat2` (before 5.6) the walk
 //! falls back to one `openat(O_NOFOLLOW | O_DIRECTORY)` per component, which is equivalent.
 
 use std::ffi::{CString, OsStr};
@@ -65,24 +66,6 @@ impl Anchor {
             return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
         }
         Ok(Anchor { fd: file.into() })
-    }
-
-    /// Opens the directory at `path` without following a symlink at its last component (an
-    /// anchored path: `<anchor>/<name>`).
-    pub fn open_nofollow(path: &Path) -> io::Result<Anchor> {
-        let c = cstr(path.as_os_str())?;
-        // SAFETY: open with a NUL-terminated path.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor owned by nothing else.
-        Ok(Anchor { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
     }
 
     /// The path naming this directory itself (`/proc/self/fd/<n>`); join entry names to it.
@@ -167,11 +150,6 @@ impl Anchor {
         Some(Ok(Anchor { fd: unsafe { OwnedFd::from_raw_fd(fd as i32) } }))
     }
 
-    /// Opens the child directory `name` without following a symlink.
-    pub fn child_dir(&self, name: &OsStr) -> io::Result<Anchor> {
-        self.child_dir_c(&cstr(name)?)
-    }
-
     fn child_dir_c(&self, name: &CString) -> io::Result<Anchor> {
         // SAFETY: openat with a valid descriptor and a NUL-terminated name.
         let fd = unsafe {
@@ -204,6 +182,17 @@ impl Anchor {
     /// The directory's metadata.
     pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
         File::from(self.fd.try_clone()?).metadata()
+    }
+
+    /// The descriptor, for calls relative to this directory.
+    pub fn into_fd(self) -> OwnedFd {
+        self.fd
+    }
+}
+
+impl std::os::fd::AsFd for Anchor {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 

@@ -23,24 +23,31 @@
 //!   sockets, devices) are skipped.
 //! - An abort flag is checked between entries and between buffers, so a timed-out transfer stops
 //!   promptly.
-//! - **Descriptors, not paths.** A mapping's two roots are resolved once; below them every
-//!   entry is named relative to its directory's descriptor (`openat`, `fstatat`, `mkdirat`,
-//!   `renameat`, `readlinkat`, through `rustix`'s safe wrappers), so a deep tree costs one
-//!   name lookup per entry, never a walk from the root, and a directory swapped for a symlink
-//!   mid-copy is never followed (`O_NOFOLLOW` on every open). One [`COPY_BUF`] buffer serves
-//!   the whole mapping.
+//! - **Descriptors, not paths.** A mapping's two roots are looked up by path (the caller
+//!   anchored them, [`crate::beneath`]) and opened; below them every entry is named relative
+//!   to its directory's descriptor (`openat`, `fstatat`, `mkdirat`, `renameat`, `readlinkat`,
+//!   `getdents`, through `rustix`'s safe wrappers), so a deep tree costs one name lookup per
+//!   entry, never a walk from the root, and an entry swapped for a symlink mid-copy is never
+//!   followed (`O_NOFOLLOW` on every open). A link that *is* followed is resolved, checked
+//!   against [`CopyOptions::links_confined_to`], and its target then opened beneath that
+//!   directory without following any symlink on the way, so a component swapped for a link
+//!   after the check makes the copy fail rather than lead out. Sources are opened
+//!   `O_NONBLOCK` (cleared once they prove regular files), so a fifo swapped in is skipped
+//!   (a tree) or refused (a file mapping) rather than waited on. One [`COPY_BUF`] buffer
+//!   serves the whole mapping.
 
 use std::ffi::{CStr, OsStr};
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 
+use crate::beneath::{self, Anchor, Resolve};
 use crate::error::{ErrorKind, LocalError, Result};
 use crate::glob::Excludes;
 
@@ -142,22 +149,21 @@ impl Drop for StagedGuard<'_> {
     }
 }
 
-/// Opens a regular file for reading: never following a symlink at the last component when
-/// `nofollow`, never blocking on a fifo swapped in; anything but a regular file is `None`.
+/// Opens the regular file `name` of `dir` for reading, never through a symlink at the last
+/// component and never blocking on a fifo swapped in; anything but a regular file is `None`.
 fn open_source(
     dir: BorrowedFd<'_>,
     name: impl rustix::path::Arg,
-    nofollow: bool,
 ) -> std::io::Result<Option<(File, u32)>> {
-    let mut flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
-    if nofollow {
-        flags |= OFlags::NOFOLLOW;
-    }
+    let flags =
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW;
     let fd = rfs::openat(dir, name, flags, Mode::empty())?;
     let st = rfs::fstat(&fd)?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Ok(None);
     }
+    // Some filesystems (FUSE, network) honour O_NONBLOCK on regular files too.
+    rfs::fcntl_setfl(&fd, OFlags::empty())?;
     Ok(Some((File::from(fd), st.st_mode)))
 }
 
@@ -173,8 +179,9 @@ fn replace_file(
 ) -> Result<u64> {
     let staged = staging_name();
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let shown_dst = || to.shown.join(name);
     let fd = rfs::openat(to.dir, staged.as_str(), flags, Mode::from_raw_mode(0o600))
-        .map_err(|e| io_at("create a staging file in", to.shown, e))?;
+        .map_err(|e| io_at("stage", &shown_dst(), e))?;
     let mut guard = StagedGuard { dir: to.dir, name: Some(&staged) };
     let mut out = File::from(fd);
     let mut total = 0u64;
@@ -186,11 +193,11 @@ fn replace_file(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(io_at("read", shown_src, e)),
         };
-        out.write_all(&buf[..n]).map_err(|e| io_at("write into", to.shown, e))?;
+        out.write_all(&buf[..n]).map_err(|e| io_at("write", &shown_dst(), e))?;
         total += n as u64;
     }
-    rfs::fchmod(&out, Mode::from_raw_mode(mode)).map_err(|e| io_at("chmod in", to.shown, e))?;
-    out.sync_all().map_err(|e| io_at("fsync in", to.shown, e))?;
+    rfs::fchmod(&out, Mode::from_raw_mode(mode)).map_err(|e| io_at("chmod", &shown_dst(), e))?;
+    out.sync_all().map_err(|e| io_at("fsync", &shown_dst(), e))?;
     drop(out);
     #[cfg(test)]
     BEFORE_RENAME.with(|h| {
@@ -199,7 +206,7 @@ fn replace_file(
         }
     });
     rfs::renameat(to.dir, staged.as_str(), to.dir, name)
-        .map_err(|e| io_at("rename onto", &to.shown.join(name), e))?;
+        .map_err(|e| io_at("rename onto", &shown_dst(), e))?;
     guard.name = None;
     Ok(total)
 }
@@ -215,7 +222,7 @@ fn replace_link(
         .map_err(|e| io_at("read link", shown_src, e))?;
     let staged = staging_name();
     rfs::symlinkat(link.as_c_str(), to.dir, staged.as_str())
-        .map_err(|e| io_at("create a link in", to.shown, e))?;
+        .map_err(|e| io_at("stage a link for", &to.shown.join(name), e))?;
     let mut guard = StagedGuard { dir: to.dir, name: Some(&staged) };
     rfs::renameat(to.dir, staged.as_str(), to.dir, name)
         .map_err(|e| io_at("rename onto", &to.shown.join(name), e))?;
@@ -242,6 +249,43 @@ fn follow_link(
     }
     let meta = fs::metadata(&resolved).map_err(|e| io_at("stat", shown, e))?;
     Ok((resolved, meta))
+}
+
+/// The error of opening a followed link's target: a refusal means something on its resolved
+/// path became a symlink (or left the confining directory) after [`follow_link`] checked it.
+fn followed_error(shown: &Path, e: std::io::Error) -> LocalError {
+    if beneath::is_refusal(&e) {
+        LocalError::new(
+            ErrorKind::Confinement,
+            format!("symlink {} changed while it was followed", shown.display()),
+        )
+    } else {
+        io_at("open the target of symlink", shown, e)
+    }
+}
+
+/// Opens the directory `dir` (a followed link's canonical target, checked by
+/// [`follow_link`]): with [`CopyOptions::links_confined_to`], beneath that directory without
+/// following any symlink on the way.
+fn open_followed_dir(dir: &Path, opts: &CopyOptions<'_>) -> std::io::Result<OwnedFd> {
+    match opts.links_confined_to {
+        Some(root) => {
+            let rel = dir
+                .strip_prefix(root)
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EXDEV))?;
+            Ok(Anchor::open(root)?.dir_beneath(rel, Resolve::NoSymlinks, false)?.into_fd())
+        }
+        None => open_dir(rfs::CWD, dir, true),
+    }
+}
+
+/// Opens the regular file `file` (a followed link's canonical target) through its directory,
+/// opened by [`open_followed_dir`].
+fn open_followed_file(file: &Path, opts: &CopyOptions<'_>) -> std::io::Result<Option<(File, u32)>> {
+    let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else {
+        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    };
+    open_source(open_followed_dir(parent, opts)?.as_fd(), name)
 }
 
 /// Remove whatever is at `path` (a directory tree, a file or a link; never following a link).
@@ -284,7 +328,7 @@ fn open_dir(
 fn open_parent(path: &Path, create: bool) -> Result<(OwnedFd, &OsStr)> {
     let name =
         path.file_name().ok_or_else(|| LocalError::invalid("the path has no last component"))?;
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("/"));
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if create {
         create_parents(path)?;
     }
@@ -318,13 +362,13 @@ pub fn copy_file_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resu
         if !meta.is_file() {
             return Err(not_file());
         }
-        open_source(rfs::CWD, resolved.as_path(), false)
+        open_followed_file(&resolved, opts).map_err(|e| followed_error(src, e))?
     } else if meta.is_file() {
-        open_source(rfs::CWD, src, true)
+        open_source(rfs::CWD, src).map_err(|e| io_at("open", src, e))?
     } else {
         return Err(not_file());
     };
-    let (input, source_mode) = opened.map_err(|e| io_at("open", src, e))?.ok_or_else(not_file)?;
+    let (input, source_mode) = opened.ok_or_else(not_file)?;
     let mut buf = vec![0u8; COPY_BUF];
     let bytes =
         replace_file(input, src, &to, dst_name, file_mode(opts, source_mode), opts, &mut buf)?;
@@ -363,17 +407,19 @@ pub fn copy_dir_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resul
     // The source root may itself be reached through a symlink (a host path, or an anchor's
     // `/proc/self/fd/<n>`): it was resolved and checked above.
     let src_dir = open_dir(rfs::CWD, src, false).map_err(|e| io_at("open directory", src, e))?;
+    let root = rfs::fstat(&src_dir).map_err(|e| io_at("stat", src, e))?;
     let mut total = Transfer::default();
     let mut walk = Walk {
         opts,
-        ancestors: vec![(root_meta.dev(), root_meta.ino())],
+        ancestors: vec![(root.st_dev, root.st_ino)],
         total: &mut total,
         buf: vec![0u8; COPY_BUF],
+        listing: vec![std::mem::MaybeUninit::uninit(); LISTING_BUF],
         src_root: src,
         dst_root: dst,
     };
     walk.tree(src_dir.as_fd(), dst_dir.as_fd(), "")?;
-    rfs::fchmod(&dst_dir, Mode::from_raw_mode(root_meta.mode() & opts.dir_mode_mask & 0o777))
+    rfs::fchmod(&dst_dir, Mode::from_raw_mode(root.st_mode & opts.dir_mode_mask & 0o777))
         .map_err(|e| io_at("chmod", dst, e))?;
     Ok(total)
 }
@@ -385,14 +431,25 @@ struct Walk<'a, 'o> {
     ancestors: Vec<(u64, u64)>,
     total: &'a mut Transfer,
     buf: Vec<u8>,
+    /// The buffer directories are listed through.
+    listing: Vec<std::mem::MaybeUninit<u8>>,
     src_root: &'a Path,
     dst_root: &'a Path,
 }
 
-/// A directory's entries (name and type from the directory itself), in name order.
-fn list(dir: BorrowedFd<'_>) -> std::io::Result<Vec<(std::ffi::CString, FileType)>> {
+/// Bytes of one `getdents64` read (an entry takes at most 280).
+const LISTING_BUF: usize = 8 * 1024;
+
+/// The entries of the directory open as `dir` (name, and type from the directory itself), in
+/// name order. Reads the descriptor itself (each is listed once, from offset 0), so a
+/// directory that may be read but not searched lists as before.
+fn list(
+    dir: BorrowedFd<'_>,
+    buf: &mut [std::mem::MaybeUninit<u8>],
+) -> std::io::Result<Vec<(std::ffi::CString, FileType)>> {
     let mut entries = Vec::new();
-    for entry in rfs::Dir::read_from(dir)? {
+    let mut raw = rfs::RawDir::new(dir, buf);
+    while let Some(entry) = raw.next() {
         let entry = entry?;
         let name = entry.file_name();
         if name == c"." || name == c".." {
@@ -408,7 +465,8 @@ impl Walk<'_, '_> {
     fn tree(&mut self, from: BorrowedFd<'_>, to: BorrowedFd<'_>, rel: &str) -> Result<()> {
         let shown_dir =
             |root: &Path| if rel.is_empty() { root.to_path_buf() } else { root.join(rel) };
-        let entries = list(from).map_err(|e| io_at("list", &shown_dir(self.src_root), e))?;
+        let entries = list(from, &mut self.listing)
+            .map_err(|e| io_at("list", &shown_dir(self.src_root), e))?;
         let dst_shown = shown_dir(self.dst_root);
         let target = Target { dir: to, shown: &dst_shown };
         for (cname, kind) in entries {
@@ -447,7 +505,7 @@ impl Walk<'_, '_> {
                     self.dir(from_dir, &target, name, &child_rel)?;
                 }
                 FileType::RegularFile => {
-                    match open_source(from, cname.as_c_str(), true)
+                    match open_source(from, cname.as_c_str())
                         .map_err(|e| io_at("open", &shown, e))?
                     {
                         Some((input, mode)) => self.file(input, &shown, &target, name, mode)?,
@@ -489,15 +547,16 @@ impl Walk<'_, '_> {
         let name = OsStr::from_bytes(cname.to_bytes());
         let (resolved, meta) = follow_link(&fd_path(from).join(name), &shown, self.opts)?;
         if meta.is_dir() {
-            let from_dir = open_dir(rfs::CWD, resolved.as_path(), true)
-                .map_err(|e| io_at("open directory", &shown, e))?;
+            let from_dir =
+                open_followed_dir(&resolved, self.opts).map_err(|e| followed_error(&shown, e))?;
             self.dir(from_dir, to, name, rel)
         } else if meta.is_file() {
-            match open_source(rfs::CWD, resolved.as_path(), true)
-                .map_err(|e| io_at("open", &shown, e))?
-            {
+            match open_followed_file(&resolved, self.opts).map_err(|e| followed_error(&shown, e))? {
                 Some((input, mode)) => self.file(input, &shown, to, name, mode),
-                None => Ok(()),
+                None => {
+                    tracing::debug!(path = %shown.display(), "skipping a link target that is no longer a regular file");
+                    Ok(())
+                }
             }
         } else {
             tracing::debug!(path = %shown.display(), "skipping a special file");

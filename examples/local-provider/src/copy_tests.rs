@@ -1,7 +1,7 @@
 //! Unit tests of [`super`]: real trees in temporary directories.
 
 use super::*;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -193,12 +193,26 @@ fn mkfifo(path: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
 }
 
+/// Runs `f` on its own thread and fails the test when it has not returned within 20 s (a
+/// copy that waits on a fifo would never return).
+fn within_20s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the copy blocked")
+}
+
 #[test]
 fn a_fifo_in_a_tree_is_skipped_without_blocking() {
     let f = fixture();
     mkfifo(&f.src.join("sub/pipe"));
-    let (ex, abort) = (Excludes::default(), AtomicBool::new(false));
-    let t = copy_dir_mapping(&f.src, &f.dst, &opts(&ex, &abort)).unwrap();
+    let (src, dst) = (f.src.clone(), f.dst.clone());
+    let t = within_20s(move || {
+        let (ex, abort) = (Excludes::default(), AtomicBool::new(false));
+        copy_dir_mapping(&src, &dst, &opts(&ex, &abort)).map_err(|e| e.to_string())
+    })
+    .unwrap();
     // The fixture's five files (its staging-named one is skipped) and its link; not the fifo.
     assert_eq!(t.files, 6);
     assert!(fs::symlink_metadata(f.dst.join("sub/pipe")).is_err());
@@ -211,10 +225,38 @@ fn a_source_swapped_for_a_fifo_is_refused_without_blocking() {
     let tmp = tempfile::tempdir().unwrap();
     let fifo = tmp.path().join("was-a-file");
     mkfifo(&fifo);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(open_source(rfs::CWD, fifo.as_path(), true).map(|o| o.is_none()));
-    });
-    let refused = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("open blocked");
+    let refused = within_20s(move || open_source(rfs::CWD, fifo.as_path()).map(|o| o.is_none()));
     assert!(refused.unwrap(), "a fifo is not a regular file");
+}
+
+#[test]
+fn a_followed_link_target_is_opened_without_following_a_link_swapped_in_on_the_way() {
+    // follow_link checked `lease/real/data/f` inside the lease; then a command swapped `real`
+    // for a link to a directory outside holding the same names. Opening the checked path by
+    // name would now read outside; opening it beneath the lease must refuse.
+    let tmp = tempfile::tempdir().unwrap();
+    let (lease, outside) = (tmp.path().join("lease"), tmp.path().join("outside"));
+    fs::create_dir_all(outside.join("data")).unwrap();
+    fs::write(outside.join("data/f"), "host secret").unwrap();
+    fs::create_dir_all(lease.join("kept/data")).unwrap();
+    fs::write(lease.join("kept/data/f"), "lease file").unwrap();
+    symlink(&outside, lease.join("real")).unwrap();
+    let lease = lease.canonicalize().unwrap();
+    let (ex, abort) = (Excludes::default(), AtomicBool::new(false));
+    let mut o = opts(&ex, &abort);
+    o.follow_symlinks = true;
+    o.links_confined_to = Some(&lease);
+    let checked = lease.join("real/data/f");
+    assert_eq!(fs::read_to_string(&checked).unwrap(), "host secret", "by name it leads out");
+    let e = open_followed_file(&checked, &o).unwrap_err();
+    assert!(crate::beneath::is_refusal(&e), "{e}");
+    let e = open_followed_dir(&lease.join("real/data"), &o).unwrap_err();
+    assert!(crate::beneath::is_refusal(&e), "{e}");
+    assert_eq!(followed_error(Path::new("x"), e).kind, ErrorKind::Confinement);
+    // What stayed a directory opens.
+    let (mut file, _) = open_followed_file(&lease.join("kept/data/f"), &o).unwrap().unwrap();
+    let mut body = String::new();
+    file.read_to_string(&mut body).unwrap();
+    assert_eq!(body, "lease file");
+    assert!(open_followed_dir(&lease.join("kept"), &o).is_ok());
 }

@@ -41,13 +41,28 @@ pub mod worker;
 
 pub use error::{ErrorKind, LocalError};
 
+/// Fills `buf` from the kernel's random source: one `getrandom(2)` call (a sync stages every
+/// file under a fresh name, so this is on the per-file path), `/dev/urandom` where the call is
+/// refused (a seccomp filter, an old kernel). False when neither filled it.
+fn fill_from_kernel(buf: &mut [u8]) -> bool {
+    use rustix::rand::{getrandom, GetRandomFlags};
+    let want = buf.len();
+    match getrandom(&mut *buf, GetRandomFlags::empty()) {
+        Ok(n) => n == want,
+        Err(rustix::io::Errno::INTR) => {
+            getrandom(&mut *buf, GetRandomFlags::empty()).is_ok_and(|n| n == want)
+        }
+        Err(_) => {
+            use std::io::Read;
+            std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf)).is_ok()
+        }
+    }
+}
+
 /// A random lowercase hex string of `bytes * 2` characters, from the kernel's random source.
 pub fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
-    // One `getrandom(2)` call (a sync stages every file under a fresh name, so this is on the
-    // per-file path); short only for requests past 256 bytes, or when interrupted.
-    let filled = rustix::rand::getrandom(&mut buf[..], rustix::rand::GetRandomFlags::empty());
-    if filled.ok() != Some(bytes) {
+    if !fill_from_kernel(&mut buf) {
         // Fall back to a time-and-counter mix; uniqueness, not secrecy, is what callers need.
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -69,4 +84,22 @@ pub fn random_hex(bytes: usize) -> String {
     buf.iter()
         .flat_map(|b| [HEX[usize::from(b >> 4)] as char, HEX[usize::from(b & 15)] as char])
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn random_hex_is_lowercase_hex_of_twice_the_bytes_and_fresh_each_call() {
+        let names: std::collections::HashSet<String> =
+            (0..1_000).map(|_| super::random_hex(8)).collect();
+        assert_eq!(names.len(), 1_000, "64-bit names repeat");
+        for name in &names {
+            assert_eq!(name.len(), 16);
+            assert!(name.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        }
+        assert!(names.iter().any(|n| n.bytes().any(|b| b.is_ascii_alphabetic())));
+        let mut buf = [0u8; 32];
+        assert!(super::fill_from_kernel(&mut buf));
+        assert_ne!(buf, [0u8; 32]);
+    }
 }
