@@ -201,6 +201,48 @@ async fn sigterm_and_sigint_shut_down_and_end_running_commands() {
 }
 
 #[tokio::test]
+async fn sigterm_ends_a_worker_whose_host_floods_it_with_requests() {
+    // Frames always ready: the serve loop never waits for input, and the stop signal must
+    // still be seen (the endings wait in a task the loop yields to).
+    let mut w = Raw::start().await;
+    let mut stdin = w.stdin.take().unwrap();
+    let mut stdout = w.stdout.take().unwrap();
+    let block: String = (0..5_000)
+        .map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"health\"}}\n"))
+        .collect();
+    let writer = tokio::spawn(async move {
+        // Counted when begun: a block cut off by the exit may still have been answered.
+        let mut begun = 5_000u64;
+        while stdin.write_all(block.as_bytes()).await.is_ok() {
+            begun += 5_000;
+        }
+        begun
+    });
+    let (under_way, flooding) = tokio::sync::oneshot::channel();
+    let reader = tokio::spawn(async move {
+        let (mut answers, mut line, mut under_way) = (0u64, String::new(), Some(under_way));
+        while stdout.read_line(&mut line).await.is_ok_and(|n| n > 0) {
+            answers += 1;
+            line.clear();
+            if answers == 10_000 {
+                let _ = under_way.take().map(|tx| tx.send(()));
+            }
+        }
+        answers
+    });
+    tokio::time::timeout(LIVENESS, flooding).await.unwrap().expect("10,000 answers");
+    let sent = Instant::now();
+    signal(w.pid(), libc::SIGTERM);
+    let (status, _) = w.wait_exit().await;
+    let took = sent.elapsed();
+    let (requests, answers) = (writer.await.unwrap(), reader.await.unwrap());
+    eprintln!("flooded: exited {} ms after SIGTERM; {answers} answers", took.as_millis());
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(requests >= answers, "{requests} sent, {answers} answered");
+    assert!(took <= exit_bound(), "exit took {took:?}");
+}
+
+#[tokio::test]
 async fn sigkill_and_crash_do_not_orphan_commands() {
     // SIGABRT and SIGQUIT end the process as a crash does (a sent SIGSEGV is not a fault: Rust's
     // stack-overflow handler lets it pass once).

@@ -184,7 +184,6 @@ impl FrameSink {
     }
 
     /// Resolves once the output has failed (see [`is_closed`](Self::is_closed)).
-    #[allow(dead_code)] // for the serve loop's EPIPE ending
     pub async fn closed(&self) {
         loop {
             let failed = self.outbox.failed.notified();
