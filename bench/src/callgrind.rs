@@ -1,10 +1,17 @@
-//! Instructions per MiB of execute output, counted by callgrind (valgrind), so a regression on
-//! the execute path shows on a noisy machine where wall-clock rates drift.
+//! Instructions counted by callgrind (valgrind), so a regression shows on a noisy machine where
+//! wall-clock rates drift: per MiB of execute output, and per pipelined `health` round trip.
 //!
-//! The worker runs under `valgrind --tool=callgrind` twice — once executing a command with no
-//! output, once with [`crate::Config`]'s `callgrind_bytes` of output — and the difference of
-//! the two totals, over the MiB streamed, is the cost of moving output (read, `execute.log`
-//! frames, the result), free of start-up and per-call costs. Only the worker process itself is
+//! Each figure is the difference of two runs under `valgrind --tool=callgrind`, so start-up
+//! and per-call costs cancel out:
+//!
+//! * **execute output**: a command with no output, then one with the data config's
+//!   `callgrind_bytes` of output; the difference over the MiB streamed is the cost of moving
+//!   output (read, `execute.log` frames, the result);
+//! * **control path**: `initialize` alone, then `initialize` and [`crate::Config`]'s
+//!   `callgrind_calls` pipelined `health` calls; the difference over the calls is the cost of
+//!   one round trip (read, parse, dispatch, answer, write).
+//!
+//! Only the worker process itself is
 //! counted: not the command (valgrind does not follow `exec`ed children by default), and not
 //! a helper it forks without `exec` (the SDK runner's guard, whose work follows wall time, not
 //! output; every process writes its own file, `%p` in the file name, and only the worker's
@@ -18,6 +25,7 @@ use std::time::Duration;
 use crate::client::{Worker, WorkerSpec};
 use crate::datapath::output_script;
 use crate::lease::{self, Driver};
+use crate::measure::{self, Budget};
 
 /// Whether `valgrind` can run here; the reason otherwise.
 pub fn available() -> Result<(), String> {
@@ -35,9 +43,12 @@ pub fn parse_total(text: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
-/// Total instructions of one worker run under callgrind: `initialize`, a lease, one
-/// `environmentExecute` writing `bytes` bytes, release, stdin EOF.
-fn one_run(spec: &WorkerSpec, driver: &Driver, dir: &Path, bytes: u64) -> io::Result<u64> {
+/// Total instructions of one worker run under callgrind: `initialize`, `work`, stdin EOF.
+fn under_callgrind(
+    spec: &WorkerSpec,
+    dir: &Path,
+    work: impl FnOnce(&mut Worker) -> io::Result<()>,
+) -> io::Result<u64> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)?;
     let mut under = spec.clone();
@@ -51,17 +62,7 @@ fn one_run(spec: &WorkerSpec, driver: &Driver, dir: &Path, bytes: u64) -> io::Re
     under.args.extend(spec.args.iter().cloned());
     let mut w = Worker::spawn(&under)?;
     w.initialize()?;
-    let l = lease::acquire(&mut w, driver, "callgrind")?;
-    let r = lease::execute(
-        &mut w,
-        &lease::shell_params(driver, &l, &output_script(bytes), None),
-        false,
-        Some(b'a'),
-    )?;
-    if r.stdout_len as u64 != bytes || !r.filler_ok {
-        return Err(io::Error::other("execute under callgrind lost output"));
-    }
-    lease::release(&mut w, driver, &l)?;
+    work(&mut w)?;
     let pid = w.pid();
     let status = w.close(Duration::from_secs(120))?;
     if !status.success() {
@@ -74,6 +75,21 @@ fn one_run(spec: &WorkerSpec, driver: &Driver, dir: &Path, bytes: u64) -> io::Re
     Ok(total)
 }
 
+/// A lease, one `environmentExecute` writing `bytes` bytes (every byte checked), release.
+fn execute_output(w: &mut Worker, driver: &Driver, bytes: u64) -> io::Result<()> {
+    let l = lease::acquire(w, driver, "callgrind")?;
+    let r = lease::execute(
+        w,
+        &lease::shell_params(driver, &l, &output_script(bytes), None),
+        false,
+        Some(b'a'),
+    )?;
+    if r.stdout_len as u64 != bytes || !r.filler_ok {
+        return Err(io::Error::other("execute under callgrind lost output"));
+    }
+    lease::release(w, driver, &l)
+}
+
 /// Instructions per MiB of execute output (see the module docs).
 pub fn instructions_per_mib(
     spec: &WorkerSpec,
@@ -82,7 +98,28 @@ pub fn instructions_per_mib(
     bytes: u64,
 ) -> io::Result<f64> {
     let dir = scratch.join("callgrind");
-    let base = one_run(spec, driver, &dir, 0)?;
-    let loaded = one_run(spec, driver, &dir, bytes)?;
+    let base = under_callgrind(spec, &dir, |w| execute_output(w, driver, 0))?;
+    let loaded = under_callgrind(spec, &dir, |w| execute_output(w, driver, bytes))?;
     Ok(loaded.saturating_sub(base) as f64 / (bytes as f64 / (1024.0 * 1024.0)))
+}
+
+/// Instructions per pipelined `health` round trip, `calls` of them kept `window` deep (see
+/// the module docs); every answer is checked.
+pub fn instructions_per_request(
+    spec: &WorkerSpec,
+    scratch: &Path,
+    calls: u64,
+    window: u64,
+) -> io::Result<f64> {
+    let dir = scratch.join("callgrind-control");
+    let base = under_callgrind(spec, &dir, |_| Ok(()))?;
+    let budget = Budget { max: calls, time: Duration::from_secs(600) };
+    let loaded = under_callgrind(spec, &dir, |w| {
+        let done = measure::pipelined(w, crate::HEALTH, budget, window)?;
+        match done.count == calls {
+            true => Ok(()),
+            false => Err(io::Error::other(format!("{} of {calls} answered", done.count))),
+        }
+    })?;
+    Ok(loaded.saturating_sub(base) as f64 / calls.max(1) as f64)
 }

@@ -71,6 +71,9 @@ pub struct Config {
     /// Sequential `environmentExecute` of [`EXECUTE_COMMAND`] on a lease (workers that run
     /// commands).
     pub execute: Budget,
+    /// Pipelined `health` calls counted under callgrind for the Rust provider
+    /// ([`callgrind::instructions_per_request`]; 0: skip).
+    pub callgrind_calls: u64,
     /// The data-path measurements ([`data`]).
     pub data: data::DataConfig,
 }
@@ -86,6 +89,7 @@ impl Default for Config {
             spawns: 20,
             idle: Duration::from_millis(200),
             execute: Budget { max: 300, time: Duration::from_secs(3) },
+            callgrind_calls: 20_000,
             data: data::DataConfig::default(),
         }
     }
@@ -288,6 +292,7 @@ fn control_path(
     official: Result<Subject, String>,
     lease_root: &std::path::Path,
 ) {
+    let provider_spec = provider.spec.clone();
     let mut rows = Vec::new();
     let mut subjects = Vec::new();
     for subject in [Ok(provider), Ok(echo), official] {
@@ -324,6 +329,19 @@ fn control_path(
     println!();
     print!("{}", report::execute_lines(&rows, EXECUTE_COMMAND));
     print!("{}", report::ratios(&rows[0], &rows[1], &rows[2]));
+    if cfg.callgrind_calls > 0 {
+        let counted = callgrind::available().and_then(|()| {
+            eprintln!("control path: {} under callgrind (two runs) ...", provider_spec.name);
+            callgrind::instructions_per_request(
+                &provider_spec,
+                lease_root,
+                cfg.callgrind_calls,
+                cfg.window,
+            )
+            .map_err(|e| format!("failed: {e}"))
+        });
+        print!("{}", report::callgrind_line(&provider_spec.name, cfg.callgrind_calls, &counted));
+    }
     println!();
 }
 

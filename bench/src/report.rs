@@ -180,6 +180,19 @@ pub fn ratios(provider: &Row, echo: &Row, official: &Row) -> String {
     out
 }
 
+/// The callgrind line of the control path: instructions per pipelined `health` round trip, or
+/// why there is no count.
+pub fn callgrind_line(name: &str, calls: u64, counted: &Result<f64, String>) -> String {
+    match counted {
+        Ok(per) => format!(
+            "callgrind, {name}: {} instructions per pipelined `health` round trip ({} calls minus none)\n",
+            fmt_rate(*per),
+            fmt_rate(calls as f64)
+        ),
+        Err(why) => format!("callgrind, {name}: {why}\n"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,5 +205,10 @@ mod tests {
         assert_eq!(fmt_duration(Duration::from_nanos(12_340)), "12.3 µs");
         assert_eq!(fmt_duration(Duration::from_micros(2_500)), "2.50 ms");
         assert_eq!(fmt_mib(5 * 1024 * 1024 + 512 * 1024), "5.5 MiB");
+        assert_eq!(
+            callgrind_line("p", 20_000, &Ok(6_712.4)),
+            "callgrind, p: 6,712 instructions per pipelined `health` round trip (20,000 calls minus none)\n"
+        );
+        assert_eq!(callgrind_line("p", 1, &Err("skipped".into())), "callgrind, p: skipped\n");
     }
 }
