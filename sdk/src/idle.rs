@@ -136,6 +136,15 @@ impl IdleGate {
         Ok(Admission { gate: self.clone() })
     }
 
+    /// Refuses, as [`admit`](Self::admit) would, while the worker is sealed; admits nothing.
+    /// For requests answered at once.
+    pub(crate) fn check_open(&self) -> Result<(), ErrorObject> {
+        match self.lock().current() {
+            Some(_) => Err(sealed_error()),
+            None => Ok(()),
+        }
+    }
+
     /// True while a hold seals the worker.
     #[cfg(test)]
     pub(crate) fn is_sealed(&self) -> bool {

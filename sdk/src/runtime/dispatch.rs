@@ -43,6 +43,35 @@ use crate::idle::Admission;
 /// The default bound on hooks running at once.
 pub const DEFAULT_MAX_CONCURRENCY: usize = 64;
 
+/// Where a request goes: an answer given in line by the reader, or a task.
+enum Route {
+    /// Not in the method table: `-32601`.
+    Unknown,
+    /// Known but not listed by the handler: `-32004`.
+    NotImplemented(Method),
+    /// `releaseIdleSleep`: handled and answered `null` in line.
+    ReleaseIdleSleep,
+    /// A fixed result, answered in line.
+    Result(&'static str),
+    /// Served by [`spawn_request`].
+    Task(Method),
+}
+
+fn route(shared: &Shared, method: &str) -> Route {
+    let Some(method) = Method::from_name(method) else { return Route::Unknown };
+    match method {
+        Method::ReleaseIdleSleep => Route::ReleaseIdleSleep,
+        Method::PrepareIdleSleep => Route::Task(method),
+        Method::Health if !shared.implements(method) => Route::Result(builtin::HEALTH_OK),
+        Method::ConfigChanged if !shared.implements(method) => Route::Result("null"),
+        Method::Initialize | Method::Health | Method::Shutdown | Method::ConfigChanged => {
+            Route::Task(method)
+        }
+        m if !shared.implements(m) => Route::NotImplemented(m),
+        m => Route::Task(m),
+    }
+}
+
 /// Serves one request read by the reader: answers it in line when no handler is involved (see
 /// the module docs), otherwise starts its task. `guard` is cloned into the task and held until
 /// its response is queued.
@@ -52,44 +81,47 @@ pub(crate) fn dispatch_request<G: Clone + Send + 'static>(
     guard: &G,
 ) {
     let sink = &shared.sink;
+    let route = route(shared, &request.method);
     // Admission comes first, as in the upstream SDK: while the worker is sealed for idle
     // sleep every request but the idle pair and `shutdown` is refused, unknown ones included.
-    let admitted = match &*request.method {
-        name::PREPARE_IDLE_SLEEP | name::RELEASE_IDLE_SLEEP | name::SHUTDOWN => None,
-        _ => match shared.idle.admit() {
+    // A task holds its admission until its answer is queued; an answer given in line needs
+    // only the gate open (no admission to take and drop, nothing cloned or allocated).
+    let admits = !matches!(
+        &*request.method,
+        name::PREPARE_IDLE_SLEEP | name::RELEASE_IDLE_SLEEP | name::SHUTDOWN
+    );
+    let admission = match (admits, &route) {
+        (false, _) => None,
+        (true, Route::Task(_)) => match shared.idle.admit() {
             Ok(admission) => Some(admission),
             Err(sealed) => {
                 sink.send_error(Some(&request.id), &sealed);
                 return;
             }
         },
+        (true, _) => match shared.idle.check_open() {
+            Ok(()) => None,
+            Err(sealed) => {
+                sink.send_error(Some(&request.id), &sealed);
+                return;
+            }
+        },
     };
-    let guard = &(guard.clone(), Arc::new(admitted));
-    let Some(method) = Method::from_name(&request.method) else {
-        sink.send_error(Some(&request.id), &ErrorObject::method_not_found(&request.method));
-        return;
-    };
-    match method {
-        Method::ReleaseIdleSleep => {
+    match route {
+        Route::Unknown => {
+            sink.send_error(Some(&request.id), &ErrorObject::method_not_found(&request.method));
+        }
+        Route::NotImplemented(m) => {
+            sink.send_error(Some(&request.id), &ErrorObject::method_not_implemented(m.as_str()));
+        }
+        Route::ReleaseIdleSleep => {
             builtin::release_idle_sleep(shared, request.params);
             sink.send_result_json(&request.id, "null");
         }
-        Method::PrepareIdleSleep => {
-            spawn_request(shared.clone(), method, request, guard.clone());
+        Route::Result(result) => {
+            sink.send_result_json(&request.id, result);
         }
-        Method::Health if !shared.implements(method) => {
-            sink.send_result_json(&request.id, builtin::HEALTH_OK);
-        }
-        Method::ConfigChanged if !shared.implements(method) => {
-            sink.send_result_json(&request.id, "null");
-        }
-        Method::Initialize | Method::Health | Method::Shutdown | Method::ConfigChanged => {
-            spawn_request(shared.clone(), method, request, guard.clone());
-        }
-        m if !shared.implements(m) => {
-            sink.send_error(Some(&request.id), &ErrorObject::method_not_implemented(m.as_str()));
-        }
-        m => spawn_request(shared.clone(), m, request, guard.clone()),
+        Route::Task(m) => spawn_request(shared.clone(), m, request, (guard.clone(), admission)),
     }
 }
 
