@@ -1,8 +1,9 @@
 //! Instructions counted by callgrind (valgrind), so a regression shows on a noisy machine where
 //! wall-clock rates drift: per MiB of execute output, and per pipelined `health` round trip.
 //!
-//! Each figure is the difference of two runs under `valgrind --tool=callgrind`, so start-up
-//! and per-call costs cancel out:
+//! Each figure is the difference of two runs under `valgrind --tool=callgrind`, so what both
+//! runs do (start-up, `initialize`, a lease) cancels out and what is left is the work
+//! measured:
 //!
 //! * **execute output**: a command with no output, then one with the data config's
 //!   `callgrind_bytes` of output; the difference over the MiB streamed is the cost of moving
@@ -11,11 +12,10 @@
 //!   `callgrind_calls` pipelined `health` calls; the difference over the calls is the cost of
 //!   one round trip (read, parse, dispatch, answer, write).
 //!
-//! Only the worker process itself is
-//! counted: not the command (valgrind does not follow `exec`ed children by default), and not
-//! a helper it forks without `exec` (the SDK runner's guard, whose work follows wall time, not
-//! output; every process writes its own file, `%p` in the file name, and only the worker's
-//! pid is read).
+//! Only the worker process itself is counted: not the command (valgrind does not follow
+//! `exec`ed children by default), and not a helper it forks without `exec` (the SDK runner's
+//! guard, whose work follows wall time, not output; every process writes its own file, `%p`
+//! in the file name, and only the worker's pid is read).
 
 use std::io;
 use std::path::Path;

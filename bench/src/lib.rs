@@ -11,6 +11,9 @@
 //! 3. a worker on the official `@paperclipai/plugin-sdk` under Node
 //!    (`bench/fixtures/official-sdk-worker`; skipped with a reason without `node`).
 //!
+//! and callgrind's instructions per pipelined `health` round trip of the Rust provider
+//! ([`callgrind::instructions_per_request`]), which does not move with machine load.
+//!
 //! ## The one command
 //!
 //! ```text

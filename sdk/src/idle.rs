@@ -6,7 +6,9 @@
 //! ends: a host request until its answer is queued, a notification until its handler
 //! returns, a worker→host call until the host's response arrives (a call that timed out on
 //! the worker's side stays counted: only the host's answer proves the host finished it).
-//! `prepareIdleSleep`, `releaseIdleSleep` and `shutdown` are not admitted.
+//! A request the reader answers at once (`health` without a hook, an unknown method) is only
+//! checked against the seal ([`IdleGate::check_open`]): its answer is queued before anything
+//! could count it. `prepareIdleSleep`, `releaseIdleSleep` and `shutdown` are not admitted.
 //!
 //! `prepareIdleSleep` is answered, in this order:
 //!

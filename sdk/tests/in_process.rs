@@ -424,3 +424,39 @@ async fn oversize_and_bad_lines_are_answered_and_serving_goes_on() {
         r#"{"jsonrpc":"2.0","id":3,"result":{"status":"ok"}}"#
     );
 }
+
+#[tokio::test]
+async fn a_shutdown_followed_at_once_by_eof_is_one_shutdown() {
+    // The host closes stdin right after `shutdown`: before reading its answer, or as soon as
+    // it has. Either way the loop may see EOF before the shutdown's stop; it is still a
+    // shutdown (answered), and the provider's hook runs once, not again as the EOF ending's.
+    struct Counted(Arc<AtomicUsize>);
+    #[provider]
+    impl SandboxProvider for Counted {
+        type Config = JsonObject;
+        async fn shutdown(&self, _: ShutdownParams, _: Context) -> HookResult<()> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+    for read_the_answer_first in [false, true] {
+        for _ in 0..20 {
+            let shutdowns = Arc::new(AtomicUsize::new(0));
+            let client = TestClient::new(Counted(shutdowns.clone()));
+            client
+                .send_line(r#"{"jsonrpc":"2.0","id":1,"method":"shutdown","params":{}}"#)
+                .await
+                .unwrap();
+            let answer = r#"{"jsonrpc":"2.0","id":1,"result":null}"#;
+            if read_the_answer_first {
+                assert_eq!(client.next_line().await.unwrap(), answer);
+                client.close_stdin().await;
+            } else {
+                client.close_stdin().await;
+                assert_eq!(client.next_line().await.unwrap(), answer);
+            }
+            assert_eq!(client.finish().await.unwrap(), ServeEnd::Shutdown);
+            assert_eq!(shutdowns.load(Ordering::SeqCst), 1, "read first: {read_the_answer_first}");
+        }
+    }
+}

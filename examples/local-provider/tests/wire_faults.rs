@@ -200,15 +200,20 @@ async fn sigterm_and_sigint_shut_down_and_end_running_commands() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_ends_a_worker_whose_host_floods_it_with_requests() {
-    // Frames always ready: the serve loop never waits for input, and the stop signal must
-    // still be seen (the endings wait in a task the loop yields to).
+    // Frames always ready, half of them starting a task of their own (`environmentProbe`):
+    // the serve loop never waits for input and tasks queue up, and the stop signal must still
+    // end the worker promptly. The writer and the reader run on their own threads, so the
+    // worker's input stays full.
     let mut w = Raw::start().await;
     let mut stdin = w.stdin.take().unwrap();
     let mut stdout = w.stdout.take().unwrap();
-    let block: String = (0..5_000)
-        .map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"health\"}}\n"))
+    let probe = json!({"jsonrpc": "2.0", "id": "p", "method": "environmentProbe",
+        "params": w.params(json!({}))})
+    .to_string();
+    let block: String = (0..2_500)
+        .map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"health\"}}\n{probe}\n"))
         .collect();
     let writer = tokio::spawn(async move {
         // Counted when begun: a block cut off by the exit may still have been answered.
@@ -220,25 +225,30 @@ async fn sigterm_ends_a_worker_whose_host_floods_it_with_requests() {
     });
     let (under_way, flooding) = tokio::sync::oneshot::channel();
     let reader = tokio::spawn(async move {
-        let (mut answers, mut line, mut under_way) = (0u64, String::new(), Some(under_way));
+        let (mut probes, mut answers, mut line) = (0u64, 0u64, String::new());
+        let mut under_way = Some(under_way);
         while stdout.read_line(&mut line).await.is_ok_and(|n| n > 0) {
             answers += 1;
+            probes += u64::from(line.contains(r#""id":"p""#));
             line.clear();
             if answers == 10_000 {
                 let _ = under_way.take().map(|tx| tx.send(()));
             }
         }
-        answers
+        (probes, answers)
     });
     tokio::time::timeout(LIVENESS, flooding).await.unwrap().expect("10,000 answers");
     let sent = Instant::now();
     signal(w.pid(), libc::SIGTERM);
     let (status, _) = w.wait_exit().await;
     let took = sent.elapsed();
-    let (requests, answers) = (writer.await.unwrap(), reader.await.unwrap());
-    eprintln!("flooded: exited {} ms after SIGTERM; {answers} answers", took.as_millis());
+    let (requests, (probes, answers)) = (writer.await.unwrap(), reader.await.unwrap());
+    eprintln!(
+        "flooded: exited {} ms after SIGTERM; {answers} answers, {probes} of probes",
+        took.as_millis()
+    );
     assert_eq!(status.code(), Some(0), "{status:?}");
-    assert!(requests >= answers, "{requests} sent, {answers} answered");
+    assert!(probes > 0 && requests >= answers, "{requests} sent, {answers} answered");
     assert!(took <= exit_bound(), "exit took {took:?}");
 }
 

@@ -21,10 +21,11 @@
 //! * A panicking hook is answered `-32603 Internal error: the <method> handler panicked` and
 //!   the worker keeps serving.
 //! * **Admission** ([`crate::idle`]): every request but `prepareIdleSleep`,
-//!   `releaseIdleSleep` and `shutdown` is admitted before anything else and counts as running
-//!   work until its answer is queued; while the worker is sealed for idle sleep it is refused
-//!   in line with `-32002 Plugin is held for idle sleep` (unknown methods included, as in the
-//!   upstream SDK). `releaseIdleSleep` is answered in line (`null`), `prepareIdleSleep` by the
+//!   `releaseIdleSleep` and `shutdown` passes the idle gate before anything else; while the
+//!   worker is sealed for idle sleep it is refused in line with `-32002 Plugin is held for
+//!   idle sleep` (unknown methods included, as in the upstream SDK). One that runs in a task
+//!   is admitted and counts as running work until its answer is queued; one answered in line
+//!   only checks the gate is open. `releaseIdleSleep` is answered in line (`null`), `prepareIdleSleep` by the
 //!   runtime in its own task.
 
 use std::borrow::Cow;

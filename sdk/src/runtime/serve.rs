@@ -27,6 +27,7 @@ use super::codec::{oversize_response, spawn_writer, FrameRef, LineReader, DEFAUL
 use super::dispatch::{dispatch_request, spawn_notification_task, DEFAULT_MAX_CONCURRENCY};
 use super::peer::{Peer, DEFAULT_HOST_CALL_TIMEOUT};
 use super::shared::{Handler, Shared};
+use super::woken::WokenOnly;
 use crate::context::CancellationSource;
 use crate::idle::{Admission, IdleGate};
 
@@ -135,22 +136,13 @@ async fn endings(
     }
 }
 
-/// The [`endings`] task, aborted when dropped (its sink clone would keep the writer open).
-struct EndingTask(tokio::task::JoinHandle<ServeEnd>);
-
-impl Drop for EndingTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// [`serve`], also ending ([`ServeEnd::Signal`]) when `stop_signal` completes.
 pub(crate) async fn serve_until<R, W>(
     handler: Arc<dyn Handler>,
     config: RuntimeConfig,
     reader: R,
     writer: W,
-    stop_signal: impl std::future::Future<Output = ()> + Send + 'static,
+    stop_signal: impl std::future::Future<Output = ()>,
 ) -> io::Result<ServeEnd>
 where
     R: AsyncRead + Unpin + Send,
@@ -174,16 +166,18 @@ where
     // Every request task holds a clone; `recv` yields `None` once all are dropped.
     let (drain, mut drained) = mpsc::channel::<()>(1);
     let mut lines = LineReader::new(reader, config.frame_limit);
-    // The endings other than EOF wait in a task of their own, polled only when one of them
-    // wakes it; per frame the loop looks at the task's handle (an atomic load). Polled in the
-    // loop, each of their waiters took a lock per frame: 490 instructions of a `health` round
-    // trip's 8,200.
-    let mut ending = EndingTask(tokio::spawn(endings(stopped, stop_signal, sink.clone())));
+    // The endings other than EOF, looked at before every frame (a host whose frames are
+    // always ready cannot hold them off), but polled only after one of their waiters woke:
+    // polled with every frame, each waiter took its lock (see `woken`).
+    let mut ending = WokenOnly::new(endings(stopped, stop_signal, sink.clone()));
+    // A `shutdown` request was dispatched: whatever ends the loop after it, this is that
+    // shutdown (its task runs the provider's hook, answers and stops).
+    let mut shutdown_requested = false;
 
     let end = loop {
         let frame = tokio::select! {
             biased;
-            end = &mut ending.0 => break end.map_err(io::Error::other),
+            end = &mut ending => break Ok(end),
             frame = lines.next_frame_ref() => frame,
         };
         let line = match frame {
@@ -223,6 +217,7 @@ where
                         }
                     }
                 }
+                shutdown_requested |= request.method == Method::Shutdown.as_str();
                 dispatch_request(&shared, request, &drain)
             }
             Ok(RawMessage::Notification(note)) => {
@@ -249,7 +244,15 @@ where
         }
     };
 
+    // Its sink clone would keep the writer open.
     drop(ending);
+    // A host that closes stdin right after `shutdown` (before or after reading its answer)
+    // can end the loop before the stop is seen: it is still that shutdown, and the hook is not
+    // run a second time as the EOF ending's.
+    let end = match end {
+        Ok(_) if shutdown_requested => Ok(ServeEnd::Shutdown),
+        other => other,
+    };
     if !matches!(end, Ok(ServeEnd::Shutdown)) {
         tracing::info!(end = ?end.as_ref().ok(), "the host is gone or asked to stop; shutting down");
     }
