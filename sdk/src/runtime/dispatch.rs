@@ -32,7 +32,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use paperclip_sandbox_protocol::jsonrpc::{ErrorObject, Notification, RawRequest};
-use paperclip_sandbox_protocol::methods::{name, Method};
+use paperclip_sandbox_protocol::methods::Method;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
@@ -75,12 +75,12 @@ fn route(shared: &Shared, method: &str) -> Route {
 
 /// Serves one request read by the reader: answers it in line when no handler is involved (see
 /// the module docs), otherwise starts its task. `guard` is cloned into the task and held until
-/// its response is queued.
+/// its response is queued. Returns the method whose task it started, if any.
 pub(crate) fn dispatch_request<G: Clone + Send + 'static>(
     shared: &Arc<Shared>,
     request: RawRequest<'_>,
     guard: &G,
-) {
+) -> Option<Method> {
     let sink = &shared.sink;
     let route = route(shared, &request.method);
     // Admission comes first, as in the upstream SDK: while the worker is sealed for idle
@@ -88,8 +88,8 @@ pub(crate) fn dispatch_request<G: Clone + Send + 'static>(
     // A task holds its admission until its answer is queued; an answer given in line needs
     // only the gate open (no admission to take and drop, nothing cloned or allocated).
     let admits = !matches!(
-        &*request.method,
-        name::PREPARE_IDLE_SLEEP | name::RELEASE_IDLE_SLEEP | name::SHUTDOWN
+        route,
+        Route::ReleaseIdleSleep | Route::Task(Method::PrepareIdleSleep | Method::Shutdown)
     );
     let admission = match (admits, &route) {
         (false, _) => None,
@@ -97,14 +97,14 @@ pub(crate) fn dispatch_request<G: Clone + Send + 'static>(
             Ok(admission) => Some(admission),
             Err(sealed) => {
                 sink.send_error(Some(&request.id), &sealed);
-                return;
+                return None;
             }
         },
         (true, _) => match shared.idle.check_open() {
             Ok(()) => None,
             Err(sealed) => {
                 sink.send_error(Some(&request.id), &sealed);
-                return;
+                return None;
             }
         },
     };
@@ -122,8 +122,12 @@ pub(crate) fn dispatch_request<G: Clone + Send + 'static>(
         Route::Result(result) => {
             sink.send_result_json(&request.id, result);
         }
-        Route::Task(m) => spawn_request(shared.clone(), m, request, (guard.clone(), admission)),
+        Route::Task(m) => {
+            spawn_request(shared.clone(), m, request, (guard.clone(), admission));
+            return Some(m);
+        }
     }
+    None
 }
 
 /// Starts the task serving one request; `guard` is held until its response is queued.

@@ -217,8 +217,8 @@ where
                         }
                     }
                 }
-                shutdown_requested |= request.method == Method::Shutdown.as_str();
-                dispatch_request(&shared, request, &drain)
+                let started = dispatch_request(&shared, request, &drain);
+                shutdown_requested |= started == Some(Method::Shutdown);
             }
             Ok(RawMessage::Notification(note)) => {
                 if let Some(work) = admit_notification(&idle, note.into_notification()) {

@@ -99,8 +99,7 @@ mod tests {
     async fn the_inner_future_is_polled_only_after_a_wake_and_its_wake_reaches_the_poller() {
         let (polls, open) = (Arc::new(AtomicUsize::new(0)), Arc::new(tokio::sync::Notify::new()));
         let mut gated = WokenOnly::new(counted(polls.clone(), open.clone()));
-        let waker = futures_noop_waker();
-        let mut cx = Context::from_waker(&waker);
+        let mut cx = Context::from_waker(Waker::noop());
         for _ in 0..1_000 {
             assert!(Pin::new(&mut gated).poll(&mut cx).is_pending());
         }
@@ -113,14 +112,5 @@ mod tests {
         let out = tokio::time::timeout(Duration::from_secs(10), poller).await.unwrap().unwrap();
         assert_eq!(out, "done");
         assert_eq!(polls.load(Ordering::SeqCst), 2);
-    }
-
-    /// A waker that does nothing.
-    fn futures_noop_waker() -> Waker {
-        struct Noop;
-        impl Wake for Noop {
-            fn wake(self: Arc<Self>) {}
-        }
-        Waker::from(Arc::new(Noop))
     }
 }
