@@ -24,7 +24,7 @@
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -151,19 +151,7 @@ impl Anchor {
     }
 
     fn child_dir_c(&self, name: &CString) -> io::Result<Anchor> {
-        // SAFETY: openat with a valid descriptor and a NUL-terminated name.
-        let fd = unsafe {
-            libc::openat(
-                self.fd.as_raw_fd(),
-                name.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor owned by nothing else.
-        Ok(Anchor { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+        Ok(Anchor { fd: open_dir(self.fd.as_fd(), name.as_c_str(), true)? })
     }
 
     fn reopen(&self) -> io::Result<Anchor> {
@@ -190,10 +178,25 @@ impl Anchor {
     }
 }
 
-impl std::os::fd::AsFd for Anchor {
+impl AsFd for Anchor {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.fd.as_fd()
     }
+}
+
+/// Opens the directory `name` of `dir` (`rustix::fs::CWD`: a path); `nofollow`: not
+/// through a symlink at the last component.
+pub fn open_dir(
+    dir: std::os::fd::BorrowedFd<'_>,
+    name: impl rustix::path::Arg,
+    nofollow: bool,
+) -> io::Result<OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if nofollow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    Ok(rustix::fs::openat(dir, name, flags, Mode::empty())?)
 }
 
 /// True when `e` is what the kernel answers for a resolution that would leave the lease or

@@ -47,7 +47,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 
-use crate::beneath::{self, Anchor, Resolve};
+use crate::beneath::{self, open_dir, Anchor, Resolve};
 use crate::error::{ErrorKind, LocalError, Result};
 use crate::glob::Excludes;
 
@@ -307,20 +307,6 @@ fn create_parents(dst: &Path) -> Result<()> {
             .map_err(|e| io_at("create directory", parent, e))?;
     }
     Ok(())
-}
-
-/// Opens a directory to copy from or into; `nofollow`: not through a symlink at the last
-/// component.
-fn open_dir(
-    dir: BorrowedFd<'_>,
-    name: impl rustix::path::Arg,
-    nofollow: bool,
-) -> std::io::Result<OwnedFd> {
-    let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    if nofollow {
-        flags |= OFlags::NOFOLLOW;
-    }
-    Ok(rfs::openat(dir, name, flags, Mode::empty())?)
 }
 
 /// The parent directory of `path` (made first when `create`), opened, and `path`'s last
