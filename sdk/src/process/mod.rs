@@ -68,9 +68,7 @@ use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use paperclip_sandbox_protocol::jsonrpc::HOST_MAX_LINE_UNITS;
-use paperclip_sandbox_protocol::methods::{ExecuteResult, JsonObject, OutputStream};
-use serde_json::Value;
+use paperclip_sandbox_protocol::methods::{ExecuteResult, OutputStream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
@@ -79,8 +77,8 @@ use crate::Context;
 mod groups;
 mod guard;
 mod interactive;
-mod output;
-mod sink;
+pub(crate) mod output;
+pub(crate) mod sink;
 
 pub use groups::{
     end_all_groups, kill_process_group, live_groups, process_group_exists, signal_name,
@@ -89,15 +87,8 @@ use groups::{signal_group, GroupGuard};
 pub use interactive::InteractiveProcess;
 pub use sink::{sink_fn, OutputSink, SinkFn};
 
-use output::Collected;
-
-/// Room kept in the host's line limit for everything of the answer but stdout and stderr
-/// (envelope, id, exit code, signal, metadata).
-pub const RESULT_RESERVE_UNITS: usize = 1 << 20;
-
-/// The default bound on each of stdout and stderr in the result, in JSON-encoded UTF-16 code
-/// units: half of the host's line limit less [`RESULT_RESERVE_UNITS`].
-pub const DEFAULT_MAX_OUTPUT_UNITS: usize = (HOST_MAX_LINE_UNITS - RESULT_RESERVE_UNITS) / 2;
+use crate::output::{CollectedOutput, OutputCollector};
+pub use crate::output::{DEFAULT_MAX_OUTPUT_UNITS, RESULT_RESERVE_UNITS};
 
 /// The default time output is still read after the command itself has exited (from
 /// background processes that hold its pipes).
@@ -338,8 +329,7 @@ impl LocalCommand {
         let mut stderr = child.stderr.take();
         widen_pipe(stdout.as_ref());
         widen_pipe(stderr.as_ref());
-        let mut out = Collected::new(self.max_output, READ_BUF_MAX);
-        let mut err = Collected::new(self.max_output, READ_BUF_MAX);
+        let mut output = OutputCollector::with_reads(self.max_output, READ_BUF_MAX);
 
         let far = Instant::now() + Duration::from_secs(365 * 86_400);
         let deadline = self.timeout.and_then(|t| Instant::now().checked_add(t));
@@ -353,6 +343,7 @@ impl LocalCommand {
                 break;
             }
             let killed = timed_out || cancelled;
+            let (out, err) = output.streams_mut();
             let read = tokio::select! {
                 biased;
                 _ = &mut cancel, if !killed && status.is_none() => {
@@ -402,21 +393,13 @@ impl LocalCommand {
                         OutputStream::Stdout => stdout = None,
                         OutputStream::Stderr => stderr = None,
                     }
-                    let collected = match stream {
-                        OutputStream::Stdout => &mut out,
-                        OutputStream::Stderr => &mut err,
-                    };
                     // What is held back was never a whole character.
-                    if collected.finish() && !(timed_out || cancelled) {
-                        sink.chunk(stream, "\u{FFFD}").await;
-                    }
+                    output.mark_ended(timed_out, cancelled);
+                    output.end(sink, stream).await;
                     continue;
                 }
             };
-            let collected = match stream {
-                OutputStream::Stdout => &mut out,
-                OutputStream::Stderr => &mut err,
-            };
+            let collected = output.stream_mut(stream);
             let piece = collected.piece(n);
             let text = collected.text(&piece);
             if !(timed_out || cancelled || text.is_empty()) {
@@ -450,15 +433,17 @@ impl LocalCommand {
             // The drain ended before the command exited: impossible, the drain starts at exit.
             None => child.wait().await?,
         };
+        output.mark_ended(timed_out, cancelled);
+        let out = output.into_output();
         Ok(CommandOutput {
             exit_code: status.code(),
             signal: status.signal(),
             timed_out,
             cancelled,
-            stdout_truncated: out.truncated,
-            stderr_truncated: err.truncated,
-            stdout: out.into_text(),
-            stderr: err.into_text(),
+            stdout_truncated: out.stdout_truncated,
+            stderr_truncated: out.stderr_truncated,
+            stdout: out.stdout,
+            stderr: out.stderr,
             pgid,
         })
     }
@@ -536,28 +521,17 @@ impl CommandOutput {
     /// The `environmentExecute` result: exit code, signal name, `timedOut`, stdout, stderr,
     /// and `metadata` with `stdoutTruncated`, `stderrTruncated` and `cancelled` when true.
     pub fn into_execute_result(self) -> ExecuteResult {
-        let mut result = match (self.exit_code, self.signal) {
-            (Some(code), _) => ExecuteResult::exited(i64::from(code)),
-            (None, Some(sig)) => ExecuteResult::signaled(signal_name(sig)),
-            (None, None) => ExecuteResult::default(),
+        let exit_code = self.exit_code.map(i64::from);
+        let signal = self.signal.map(signal_name);
+        let output = CollectedOutput {
+            stdout: self.stdout,
+            stderr: self.stderr,
+            stdout_truncated: self.stdout_truncated,
+            stderr_truncated: self.stderr_truncated,
+            timed_out: self.timed_out,
+            cancelled: self.cancelled,
         };
-        result.timed_out = self.timed_out;
-        result.stdout = self.stdout;
-        result.stderr = self.stderr;
-        let mut metadata = JsonObject::new();
-        for (key, set) in [
-            ("stdoutTruncated", self.stdout_truncated),
-            ("stderrTruncated", self.stderr_truncated),
-            ("cancelled", self.cancelled),
-        ] {
-            if set {
-                metadata.insert(key.into(), Value::Bool(true));
-            }
-        }
-        if !metadata.is_empty() {
-            result.metadata = Some(metadata);
-        }
-        result
+        output.into_execute_result(exit_code, signal)
     }
 }
 

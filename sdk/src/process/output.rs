@@ -1,4 +1,4 @@
-//! Reading a command's output: lossy UTF-8 decoding in place and collection bounded by the
+//! The core of [`crate::output::OutputCollector`]: lossy UTF-8 decoding in place and collection bounded by the
 //! encoded size the result will have on the wire.
 
 use paperclip_sandbox_protocol::json_text::json_ascii_units;

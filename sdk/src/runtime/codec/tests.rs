@@ -260,3 +260,36 @@ proptest::proptest! {
 fn tokio_test_block<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
 }
+
+#[tokio::test]
+async fn no_frame_over_the_line_limit_leaves_and_the_writer_keeps_serving() {
+    use paperclip_sandbox_protocol::methods::{ExecuteResult, OutputStream};
+    let limit = 4096;
+    let (tx, mut rx) = tokio::io::duplex(1 << 20);
+    let (sink, task) = writer::spawn_writer_with_limit(tx, limit);
+    // 3,000 control bytes are 18,000 units encoded: over the limit, answered by an error.
+    let big = ExecuteResult::exited(0).with_stdout("\u{1}".repeat(3000));
+    assert!(sink.send_result(&Id::from(1u64), ResultJson::execute(big).unwrap()));
+    // 2,000 '€' are 6,000 bytes but 2,000 units: under the limit, sent as they are.
+    let euros = ExecuteResult::exited(0).with_stdout("€".repeat(2000));
+    assert!(sink.send_result(&Id::from(2u64), ResultJson::execute(euros).unwrap()));
+    assert!(!sink.send_execute_log(OutputStream::Stdout, &"\u{1}".repeat(1000), None));
+    assert!(sink.send_execute_log(OutputStream::Stdout, "small", None));
+    assert!(sink.send_result_json(&Id::from(3u64), &format!("\"{}\"", "x".repeat(limit))));
+    drop(sink);
+    task.await.unwrap().unwrap();
+    let mut all = String::new();
+    rx.read_to_string(&mut all).await.unwrap();
+    let lines: Vec<serde_json::Value> =
+        all.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(all.lines().all(|l| l.encode_utf16().count() <= limit), "{all}");
+    assert_eq!(lines.len(), 4, "{all}");
+    assert_eq!(lines[0]["id"], 1);
+    assert_eq!(lines[0]["error"]["code"], -32603);
+    let message = lines[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("line limit") && !message.contains('\u{1}'), "{message}");
+    assert_eq!(lines[1]["result"]["stdout"].as_str().unwrap().chars().count(), 2000);
+    assert_eq!(lines[2]["params"]["chunk"], "small");
+    assert_eq!(lines[3]["id"], 3);
+    assert_eq!(lines[3]["error"]["code"], -32603);
+}

@@ -23,6 +23,10 @@ struct Outbox {
     room: Notify,
     /// Resolved once output has failed (the host is gone).
     failed: Notify,
+    /// The longest frame queued, in UTF-16 code units (the host's line limit).
+    line_limit: usize,
+    /// Notifications and requests dropped for being over `line_limit`.
+    oversize_dropped: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -114,32 +118,56 @@ impl Drop for Rollback<'_> {
 impl FrameSink {
     /// Appends one frame written by `write` (without its `\n`). Returns `false` when the writer
     /// has stopped or `write` failed (nothing is appended then).
+    /// A frame over the host's line limit is not queued: it is dropped and counted in a log
+    /// line (for answers, see [`send_result`](Self::send_result)).
     pub(super) fn append<E: std::fmt::Display>(
         &self,
         write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
     ) -> bool {
-        self.append_spliced(|buf, _| write(buf))
+        match self.append_spliced(|buf, _| write(buf)) {
+            Appended::Queued => true,
+            Appended::Refused => false,
+            Appended::TooLong => {
+                self.count_oversize();
+                false
+            }
+        }
+    }
+
+    fn count_oversize(&self) {
+        use std::sync::atomic::Ordering;
+        let dropped = self.outbox.oversize_dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::warn!(
+            dropped,
+            limit = self.outbox.line_limit,
+            "outbound frame longer than the host's line limit dropped (the host would drop it)"
+        );
     }
 
     /// [`append`](Self::append) where `write` may also hand over large parts of the frame
-    /// as they are, without a copy ([`Splicer::splice`]).
+    /// as they are, without a copy ([`Splicer::splice`]). A frame longer than the host's line
+    /// limit is rolled back ([`Appended::TooLong`]).
     fn append_spliced<E: std::fmt::Display>(
         &self,
         write: impl FnOnce(&mut Vec<u8>, &mut Splicer) -> Result<(), E>,
-    ) -> bool {
+    ) -> Appended {
         let wake = {
             let mut state = self.outbox.lock();
             if state.closed {
-                return false;
+                return Appended::Refused;
             }
             let was_empty = state.queued() == 0;
+            let limit = self.outbox.line_limit;
             let OutboxState { buf, spliced, spliced_len, .. } = &mut *state;
             let start = buf.len();
             let mut frame = Rollback { buf, start };
             let mut splicer = Splicer { parts: Vec::new() };
             if let Err(e) = write(&mut *frame.buf, &mut splicer) {
                 tracing::error!(error = %e, "outbound frame does not serialize; dropped");
-                return false;
+                return Appended::Refused;
+            }
+            if frame_too_long(&frame.buf[start..], &splicer.parts, limit) {
+                return Appended::TooLong;
             }
             frame.buf.push(b'\n');
             // Complete: keep it.
@@ -153,7 +181,7 @@ impl FrameSink {
         if wake {
             self.outbox.wake.notify_one();
         }
-        true
+        Appended::Queued
     }
 
     /// Waits while more than [`OUTBOX_HIGH_WATER`] bytes are queued (the host is not reading
@@ -270,8 +298,11 @@ impl FrameSink {
     /// already serialized result: exactly the line [`Response::success`](paperclip_sandbox_protocol::jsonrpc::Response::success) gives for it. Parts
     /// of the result of [`SPLICE_MIN`] bytes or more (megabytes of command output) are queued
     /// as they are, not copied.
+    ///
+    /// A result longer than the host's line limit is answered with an error that says so
+    /// instead (the host would drop the line, and the call would time out).
     pub(crate) fn send_result(&self, id: &Id, result: ResultJson) -> bool {
-        self.append_spliced(|buf, splicer| {
+        let appended = self.append_spliced(|buf, splicer| {
             result_prefix(buf, id)?;
             for part in result.parts() {
                 if part.len() >= SPLICE_MIN {
@@ -282,17 +313,34 @@ impl FrameSink {
             }
             buf.push(b'}');
             Ok::<(), serde_json::Error>(())
-        })
+        });
+        self.answered(id, appended)
     }
 
     /// [`send_result`](Self::send_result) with result text the runtime knows is JSON.
     pub(crate) fn send_result_json(&self, id: &Id, result: &str) -> bool {
-        self.append(|buf| {
+        let appended = self.append_spliced(|buf, _| {
             result_prefix(buf, id)?;
             buf.extend_from_slice(result.as_bytes());
             buf.push(b'}');
             Ok::<(), serde_json::Error>(())
-        })
+        });
+        self.answered(id, appended)
+    }
+
+    /// Answers `id` with an error when its result was too long for the host's line limit.
+    fn answered(&self, id: &Id, appended: Appended) -> bool {
+        match appended {
+            Appended::Queued => true,
+            Appended::Refused => false,
+            Appended::TooLong => {
+                tracing::error!(
+                    limit = self.outbox.line_limit,
+                    "a result longer than the host's line limit was replaced by an error"
+                );
+                self.send_error(Some(id), &oversize_result_error(self.outbox.line_limit))
+            }
+        }
     }
 
     /// Queues the error response `{"jsonrpc":"2.0","id":<id or null>,"error":<error>}`:
@@ -324,6 +372,42 @@ impl FrameSink {
     }
 }
 
+/// What [`FrameSink::append_spliced`] did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Appended {
+    Queued,
+    /// The writer has stopped, or the frame did not serialize.
+    Refused,
+    /// Longer than the host's line limit: not queued.
+    TooLong,
+}
+
+/// True when the frame (`head` with `parts` spliced in) is longer than `limit` UTF-16 code
+/// units. A UTF-8 byte never stands for more than one unit but a 4-byte character is 2, so
+/// bytes are only counted as units when the byte length is over the limit.
+fn frame_too_long(head: &[u8], parts: &[(usize, Bytes)], limit: usize) -> bool {
+    let bytes = head.len() + parts.iter().map(|(_, p)| p.len()).sum::<usize>();
+    if bytes <= limit {
+        return false;
+    }
+    let units = |b: &[u8]| {
+        b.iter().map(|&c| usize::from(c & 0xC0 != 0x80) + usize::from(c >= 0xF0)).sum::<usize>()
+    };
+    units(head) + parts.iter().map(|(_, p)| units(p)).sum::<usize>() > limit
+}
+
+/// The error answering a call whose result is longer than the host's line limit: it says so
+/// and quotes nothing of the result.
+fn oversize_result_error(limit: usize) -> ErrorObject {
+    ErrorObject::new(
+        paperclip_sandbox_protocol::error_code::ErrorCode::InternalError,
+        format!(
+            "The result is longer than the host's line limit ({limit} UTF-16 code units) and \
+             was not sent; the provider must bound what it answers"
+        ),
+    )
+}
+
 /// `{"jsonrpc":"2.0","id":<id>,"result":`, the start of a success response.
 fn result_prefix(buf: &mut Vec<u8>, id: &Id) -> serde_json::Result<()> {
     buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
@@ -338,7 +422,18 @@ pub(crate) fn spawn_writer<W>(writer: W) -> (FrameSink, JoinHandle<io::Result<()
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let outbox = Arc::new(Outbox::default());
+    spawn_writer_with_limit(writer, paperclip_sandbox_protocol::jsonrpc::HOST_MAX_LINE_UNITS)
+}
+
+/// [`spawn_writer`] refusing frames over `line_limit` UTF-16 code units.
+pub(crate) fn spawn_writer_with_limit<W>(
+    writer: W,
+    line_limit: usize,
+) -> (FrameSink, JoinHandle<io::Result<()>>)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let outbox = Arc::new(Outbox { line_limit, ..Outbox::default() });
     outbox.lock().senders = 1;
     let sink = FrameSink { outbox: outbox.clone() };
     let task = tokio::spawn(write_loop(writer, outbox));
