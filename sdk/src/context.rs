@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::deadline::Deadline;
 use crate::runtime::peer::Peer;
 
 /// Cancellation of a call: set when the worker shuts down (the host never cancels a single
@@ -85,7 +86,23 @@ struct Inner {
     invocation: Option<Invocation>,
     cancel: CancellationToken,
     deadline: Option<Instant>,
+    call_deadline: Option<Deadline>,
     peer: Arc<Peer>,
+}
+
+/// The deadlines of a call as the runtime reads them with the request ([`deadline_for`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Deadlines {
+    /// The command's own timeout ([`Context::deadline`]).
+    command: Option<Instant>,
+    /// The host's timer less a margin ([`Context::call_deadline`]).
+    call: Option<Deadline>,
+}
+
+impl From<Option<Instant>> for Deadlines {
+    fn from(command: Option<Instant>) -> Self {
+        Deadlines { command, call: None }
+    }
 }
 
 impl fmt::Debug for Context {
@@ -105,12 +122,21 @@ impl Context {
         method: Cow<'static, str>,
         request_id: Option<Id>,
         invocation: Option<Invocation>,
-        deadline: Option<Instant>,
+        deadlines: impl Into<Deadlines>,
         cancel: CancellationToken,
         peer: Arc<Peer>,
     ) -> Self {
+        let Deadlines { command: deadline, call: call_deadline } = deadlines.into();
         Context {
-            inner: Arc::new(Inner { method, request_id, invocation, cancel, deadline, peer }),
+            inner: Arc::new(Inner {
+                method,
+                request_id,
+                invocation,
+                cancel,
+                deadline,
+                call_deadline,
+                peer,
+            }),
         }
     }
 
@@ -121,7 +147,7 @@ impl Context {
             i.method.clone(),
             i.request_id.clone(),
             i.invocation.clone(),
-            i.deadline,
+            Deadlines { command: i.deadline, call: i.call_deadline },
             cancel,
             i.peer.clone(),
         )
@@ -170,6 +196,19 @@ impl Context {
     /// answers `timedOut: true` in time.
     pub fn deadline(&self) -> Option<Instant> {
         self.inner.deadline
+    }
+
+    /// The call's deadline: the host's timer for this call (its timeout for the method, from
+    /// the call's `timeoutMs` and `config`), counted from when the request was read, less a
+    /// margin for the answer ([`crate::deadline`]). Bound every backend request by it
+    /// ([`Deadline::run`]), so a backend that never answers yields an error the host receives,
+    /// not the host's own timeout.
+    ///
+    /// `None` for `environmentAcquireLease` and `environmentResumeLease`, whose budget depends
+    /// on the host profile and the driver's declared `defaultAcquireTimeoutMs` (a creation
+    /// attempt owns it), and for notifications.
+    pub fn call_deadline(&self) -> Option<Deadline> {
+        self.inner.call_deadline
     }
 
     /// Streams a chunk of the running command's output to the host as `execute.log`
@@ -307,14 +346,21 @@ pub(crate) fn split_chunk(chunk: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// The deadline of a call: `params.timeoutMs` of `environmentExecute` (read from the raw
-/// params, the last one when the key repeats), nothing otherwise.
-pub(crate) fn deadline_for(method: Method, params: Option<&RawValue>) -> Option<Instant> {
-    if method != Method::EnvironmentExecute {
-        return None;
-    }
-    let TimeoutMs(ms) = serde_json::from_str(params?.get()).ok()?;
-    deadline_after(ms?)
+/// The deadlines of a call: the command's, `params.timeoutMs` of `environmentExecute` (read
+/// from the raw params, the last one when the key repeats), and the call's
+/// ([`Context::call_deadline`]).
+pub(crate) fn deadline_for(method: Method, params: Option<&RawValue>) -> Deadlines {
+    let read_at = tokio::time::Instant::now();
+    let CallParams { timeout_ms, config } = params
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or(CallParams { timeout_ms: None, config: None });
+    let command = if method == Method::EnvironmentExecute {
+        timeout_ms.and_then(deadline_after)
+    } else {
+        None
+    };
+    let call = crate::deadline::call_deadline(method, timeout_ms, config.as_ref(), read_at);
+    Deadlines { command, call }
 }
 
 fn deadline_after(ms: f64) -> Option<Instant> {
@@ -324,11 +370,15 @@ fn deadline_after(ms: f64) -> Option<Instant> {
     Instant::now().checked_add(Duration::from_millis(ms.min(u32::MAX as f64) as u64))
 }
 
-/// `params.timeoutMs` as a number (the last one, as a `Value` keeps the last duplicate key);
-/// `None` when params is not an object or `timeoutMs` is absent or not a number.
-struct TimeoutMs(Option<f64>);
+/// `params.timeoutMs` as a number (the last one, as a `Value` keeps the last duplicate key;
+/// `None` when params is not an object or `timeoutMs` is absent or not a number) and
+/// `params.config` when it is an object.
+struct CallParams {
+    timeout_ms: Option<f64>,
+    config: Option<serde_json::Map<String, Value>>,
+}
 
-impl<'de> serde::Deserialize<'de> for TimeoutMs {
+impl<'de> serde::Deserialize<'de> for CallParams {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::{IgnoredAny, MapAccess, Visitor};
 
@@ -342,20 +392,26 @@ impl<'de> serde::Deserialize<'de> for TimeoutMs {
 
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = TimeoutMs;
+            type Value = CallParams;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("params")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TimeoutMs, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CallParams, A::Error> {
                 let mut ms = None;
+                let mut config = None;
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                     if key == "timeoutMs" {
                         ms = Some(map.next_value::<Number>()?.0);
+                    } else if key == "config" {
+                        config = match map.next_value::<Value>()? {
+                            Value::Object(object) => Some(object),
+                            _ => None,
+                        };
                     } else {
                         map.next_value::<IgnoredAny>()?;
                     }
                 }
-                Ok(TimeoutMs(ms.flatten()))
+                Ok(CallParams { timeout_ms: ms.flatten(), config })
             }
         }
         // Anything but an object has no `timeoutMs`: the visitor's type error reads as `None`.
@@ -385,10 +441,12 @@ mod tests {
         ] {
             let raw: Box<RawValue> = serde_json::from_str(params).unwrap();
             let got = deadline_for(Method::EnvironmentExecute, Some(&raw));
-            assert_eq!(got.is_some(), expected, "{params}");
-            assert!(deadline_for(Method::EnvironmentProbe, Some(&raw)).is_none());
+            assert_eq!(got.command.is_some(), expected, "{params}");
+            assert!(got.call.is_some(), "{params}");
+            assert!(deadline_for(Method::EnvironmentProbe, Some(&raw)).command.is_none());
         }
-        assert!(deadline_for(Method::EnvironmentExecute, None).is_none());
+        assert!(deadline_for(Method::EnvironmentExecute, None).command.is_none());
+        assert!(deadline_for(Method::EnvironmentAcquireLease, None).call.is_none());
     }
 
     #[test]

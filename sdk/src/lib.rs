@@ -114,6 +114,7 @@ pub use schemars;
 mod book;
 pub mod cli;
 pub mod context;
+pub mod deadline;
 pub mod error;
 pub(crate) mod idle;
 pub mod manifest;
@@ -126,6 +127,7 @@ pub mod streams;
 pub mod testing;
 
 pub use context::{CancellationSource, CancellationToken, Context};
+pub use deadline::Deadline;
 pub use error::ProviderError;
 pub use manifest::{manifest_module, ManifestSpec, PluginManifest};
 pub use paperclip_sandbox_protocol::methods::{LogLevel, OutputStream};
@@ -147,7 +149,8 @@ use runtime::Handler;
 pub mod prelude {
     pub use crate::schemars::{self, JsonSchema};
     pub use crate::{
-        provider, Context, HookResult, PluginManifest, ProviderError, SandboxProvider, Secret,
+        provider, Context, Deadline, HookResult, PluginManifest, ProviderError, SandboxProvider,
+        Secret,
     };
     // The params and result types of the hooks, and the types they are built from. Markers,
     // the method registry and the wire constants stay in `protocol::methods`.
