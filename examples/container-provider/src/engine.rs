@@ -15,6 +15,7 @@ use bollard::query_parameters::{
     StopContainerOptionsBuilder,
 };
 use bollard::Docker;
+use paperclip_sandbox_sdk::Deadline;
 
 /// The label every container of this provider carries (`paperclip-provider=container`).
 pub const LABEL_PROVIDER: &str = "paperclip-provider";
@@ -47,7 +48,7 @@ where
     let mut attempt = 1;
     loop {
         match read().await {
-            Err(e) if e.status.is_none() && attempt < READ_ATTEMPTS => {
+            Err(e) if e.status.is_none() && !e.is_deadline() && attempt < READ_ATTEMPTS => {
                 tracing::debug!(error = %e, attempt, "engine read failed in transport; retrying");
                 tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
                 attempt += 1;
@@ -56,6 +57,9 @@ where
         }
     }
 }
+
+/// The reason of [`EngineError::deadline`].
+const DEADLINE_REASON: &str = "the engine is unreachable: no answer before the call's deadline";
 
 /// A failed engine call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +115,22 @@ impl EngineError {
         EngineError { operation, status: None, reason: "no answer in time".to_owned() }
     }
 
+    /// The call's deadline passed before the engine answered.
+    pub fn deadline(operation: &'static str) -> Self {
+        EngineError { operation, status: None, reason: DEADLINE_REASON.to_owned() }
+    }
+
+    /// True for [`EngineError::deadline`]: there is no time left to repeat the request.
+    pub fn is_deadline(&self) -> bool {
+        self.status.is_none() && self.reason == DEADLINE_REASON
+    }
+
+    /// The engine did not answer (transport failure or the call's deadline), as opposed to
+    /// answering with an error.
+    pub fn is_unreachable(&self) -> bool {
+        self.status.is_none()
+    }
+
     /// The engine answered 404.
     pub fn is_not_found(&self) -> bool {
         self.status == Some(404)
@@ -138,10 +158,12 @@ impl std::error::Error for EngineError {}
 /// Result of an engine call.
 pub type EngineResult<T> = Result<T, EngineError>;
 
-/// A connection to one engine.
+/// A connection to one engine, with the deadline of the call it serves
+/// ([`with_deadline`](Self::with_deadline)): every request it makes is bounded by it.
 #[derive(Clone)]
 pub struct Engine {
     docker: Docker,
+    deadline: Option<Deadline>,
 }
 
 impl fmt::Debug for Engine {
@@ -155,15 +177,25 @@ impl fmt::Debug for Engine {
 pub struct Engines(tokio::sync::Mutex<HashMap<String, Engine>>);
 
 impl Engines {
-    /// The engine at `host` (`unix:///…`, `tcp://…`, `http://…`).
-    pub async fn get(&self, host: &str) -> EngineResult<Engine> {
-        let mut map = self.0.lock().await;
+    /// The engine at `host` (`unix:///…`, `tcp://…`, `http://…`), for a call ending at
+    /// `deadline` (which also bounds connecting to it).
+    pub async fn get(&self, host: &str, deadline: Option<Deadline>) -> EngineResult<Engine> {
+        let op = "connect to the engine";
+        let mut map = match deadline {
+            Some(d) => d.run(self.0.lock()).await.map_err(|_| EngineError::deadline(op))?,
+            None => self.0.lock().await,
+        };
         if let Some(e) = map.get(host) {
-            return Ok(e.clone());
+            return Ok(e.with_deadline(deadline));
         }
-        let engine = Engine::connect(host).await?;
+        let engine = match deadline {
+            Some(d) => {
+                d.run(Engine::connect(host)).await.map_err(|_| EngineError::deadline(op))??
+            }
+            None => Engine::connect(host).await?,
+        };
         map.insert(host.to_owned(), engine.clone());
-        Ok(engine)
+        Ok(engine.with_deadline(deadline))
     }
 
     /// Forgets the engine at `host` (after a transport failure, so the next call reconnects).
@@ -187,17 +219,47 @@ impl Engine {
         // Ask the server's version and use the lower of both (bollard's negotiation).
         let docker =
             docker.negotiate_version().await.map_err(|e| EngineError::from_bollard(op, e))?;
-        Ok(Engine { docker })
+        Ok(Engine { docker, deadline: None })
     }
 
-    /// The bollard client.
+    /// This engine for a call ending at `deadline`: its requests are bounded by it.
+    pub fn with_deadline(&self, deadline: Option<Deadline>) -> Engine {
+        Engine { docker: self.docker.clone(), deadline }
+    }
+
+    /// This engine without a call's deadline (work that outlives the call, such as a
+    /// background sweep).
+    pub fn without_deadline(&self) -> Engine {
+        self.with_deadline(None)
+    }
+
+    /// The deadline of the call this engine serves.
+    pub fn deadline(&self) -> Option<Deadline> {
+        self.deadline
+    }
+
+    /// Runs one engine request until the call's deadline: a request still unanswered then is
+    /// [`EngineError::deadline`].
+    pub async fn bounded<T>(
+        &self,
+        operation: &'static str,
+        request: impl std::future::Future<Output = Result<T, bollard::errors::Error>>,
+    ) -> EngineResult<T> {
+        let answer = match self.deadline {
+            Some(d) => d.run(request).await.map_err(|_| EngineError::deadline(operation))?,
+            None => request.await,
+        };
+        answer.map_err(|e| EngineError::from_bollard(operation, e))
+    }
+
+    /// The bollard client (bound its requests with [`bounded`](Self::bounded)).
     pub fn docker(&self) -> &Docker {
         &self.docker
     }
 
     /// `GET /_ping`.
     pub async fn ping(&self) -> EngineResult<()> {
-        self.docker.ping().await.map(|_| ()).map_err(|e| EngineError::from_bollard("ping", e))
+        self.bounded("ping", self.docker.ping()).await.map(|_| ())
     }
 
     /// True when `image` is present in the engine.
@@ -206,10 +268,9 @@ impl Engine {
     }
 
     async fn image_present_once(&self, image: &str) -> EngineResult<bool> {
-        match self.docker.inspect_image(image).await {
+        match self.bounded("inspect image", self.docker.inspect_image(image)).await {
             Ok(_) => Ok(true),
             Err(e) => {
-                let e = EngineError::from_bollard("inspect image", e);
                 if e.is_not_found() {
                     Ok(false)
                 } else {
@@ -222,18 +283,15 @@ impl Engine {
     /// `POST /containers/create?name=…`: the new container's id.
     pub async fn create(&self, name: &str, body: ContainerCreateBody) -> EngineResult<String> {
         let options = CreateContainerOptionsBuilder::default().name(name).build();
-        self.docker
-            .create_container(Some(options), body)
-            .await
-            .map(|r| r.id)
-            .map_err(|e| EngineError::from_bollard("create container", e))
+        let create = self.docker.create_container(Some(options), body);
+        self.bounded("create container", create).await.map(|r| r.id)
     }
 
     /// `POST /containers/{id}/start`; already running is success.
     pub async fn start(&self, id: &str) -> EngineResult<()> {
-        match self.docker.start_container(id, None).await {
+        match self.bounded("start container", self.docker.start_container(id, None)).await {
             Ok(()) => Ok(()),
-            Err(e) => match EngineError::from_bollard("start container", e) {
+            Err(e) => match e {
                 e if e.status == Some(304) => Ok(()),
                 e => Err(e),
             },
@@ -243,9 +301,9 @@ impl Engine {
     /// `POST /containers/{id}/stop?t=…`; already stopped is success, missing is `Ok(false)`.
     pub async fn stop(&self, id: &str, grace_secs: i32) -> EngineResult<bool> {
         let options = StopContainerOptionsBuilder::default().t(grace_secs).build();
-        match self.docker.stop_container(id, Some(options)).await {
+        match self.bounded("stop container", self.docker.stop_container(id, Some(options))).await {
             Ok(()) => Ok(true),
-            Err(e) => match EngineError::from_bollard("stop container", e) {
+            Err(e) => match e {
                 e if e.status == Some(304) => Ok(true),
                 e if e.is_not_found() => Ok(false),
                 e => Err(e),
@@ -257,9 +315,10 @@ impl Engine {
     /// `Ok(false)`.
     pub async fn remove(&self, id: &str) -> EngineResult<bool> {
         let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
-        match self.docker.remove_container(id, Some(options)).await {
+        let remove = self.docker.remove_container(id, Some(options));
+        match self.bounded("remove container", remove).await {
             Ok(()) => Ok(true),
-            Err(e) => match EngineError::from_bollard("remove container", e) {
+            Err(e) => match e {
                 e if e.is_not_found() => Ok(false),
                 e => Err(e),
             },
@@ -272,9 +331,9 @@ impl Engine {
     }
 
     async fn inspect_once(&self, id: &str) -> EngineResult<Option<ContainerInspectResponse>> {
-        match self.docker.inspect_container(id, None).await {
+        match self.bounded("inspect container", self.docker.inspect_container(id, None)).await {
             Ok(c) => Ok(Some(c)),
-            Err(e) => match EngineError::from_bollard("inspect container", e) {
+            Err(e) => match e {
                 e if e.is_not_found() => Ok(None),
                 e => Err(e),
             },
@@ -291,10 +350,7 @@ impl Engine {
         retry_read(|| async {
             let options =
                 ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
-            self.docker
-                .list_containers(Some(options))
-                .await
-                .map_err(|e| EngineError::from_bollard("list containers", e))
+            self.bounded("list containers", self.docker.list_containers(Some(options))).await
         })
         .await
     }

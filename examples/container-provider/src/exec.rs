@@ -6,10 +6,14 @@
 //!   literally.
 //! * **stdin** is attached when the host sends some: the bytes are written, then the write
 //!   half of the connection is shut down, so the command reads end-of-file.
-//! * **Output** streams as it arrives (`on_chunk`, decoded as UTF-8 without splitting a
-//!   character between chunks) and is kept whole up to [`OUTPUT_CAP_BYTES`] per stream; beyond
-//!   that the result says `stdoutTruncated` / `stderrTruncated`, and the stream keeps being
-//!   drained so the command never blocks on a full pipe.
+//! * **Output** goes through the SDK's [`OutputCollector`]: streamed as it arrives (decoded as
+//!   UTF-8 without splitting a character between chunks) and kept for the result up to its
+//!   encoded bound against the host's line limit; beyond that the result says
+//!   `stdoutTruncated` / `stderrTruncated`, and the stream keeps being drained so the command
+//!   never blocks on a full pipe.
+//! * **Every engine request is bounded by the call's deadline** (the engine handle carries it,
+//!   [`Engine::with_deadline`]); so is the wait for the output, after which the command is
+//!   killed and the call answers that it ran out of time.
 //! * **Timeout and cancellation really stop the command.** The engine runs every exec as the
 //!   leader of a new session inside the container, so its process id is also its process
 //!   group; the wrapper writes it to `/tmp/.paperclip-exec/<tag>`. On expiry (or when the call
@@ -28,13 +32,16 @@ use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
-use crate::engine::{Engine, EngineError, EngineResult};
+use paperclip_sandbox_sdk::output::{CollectedOutput, OutputCollector, OutputSink};
+use paperclip_sandbox_sdk::prelude::{ExecuteResult, OutputStream};
 
-/// Output kept per stream: 64 MiB.
-pub const OUTPUT_CAP_BYTES: usize = 64 * 1024 * 1024;
+use crate::engine::{Engine, EngineError, EngineResult};
 
 /// How long the stream of a killed command may take to end.
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(10);
+
+/// How long killing a command may take once the call's deadline has passed.
+const DEADLINE_KILL: Duration = Duration::from_secs(2);
 
 /// The directory (on the lease's `/tmp` tmpfs) where running commands record their group.
 pub const EXEC_DIR: &str = "/tmp/.paperclip-exec";
@@ -48,29 +55,6 @@ const WRAPPER: &str = "d=/tmp/.paperclip-exec; t=$1; shift; \
 const KILLER: &str = "d=/tmp/.paperclip-exec; for t; do \
     if [ -f \"$d/$t\" ]; then p=$(cat \"$d/$t\"); \
     kill -KILL \"-$p\" 2>/dev/null || kill -KILL \"$p\" 2>/dev/null; rm -f \"$d/$t\"; fi; done; exit 0";
-
-/// Which output stream a chunk came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    /// stdout.
-    Stdout,
-    /// stderr.
-    Stderr,
-}
-
-/// Where a running command's output goes as it arrives.
-pub trait OutputSink: Send {
-    /// Takes one decoded chunk; awaiting it may wait for the host (backpressure).
-    fn chunk(&mut self, stream: Stream, text: String) -> impl Future<Output = ()> + Send;
-}
-
-/// An [`OutputSink`] that keeps nothing (the result still carries the output).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Discard;
-
-impl OutputSink for Discard {
-    async fn chunk(&mut self, _: Stream, _: String) {}
-}
 
 /// One command to run.
 #[derive(Debug, Clone, Default)]
@@ -94,18 +78,18 @@ pub struct ExecSpec {
 pub struct ExecOutcome {
     /// Its exit code (`None` when it was killed for a timeout or a cancellation).
     pub exit_code: Option<i64>,
-    /// Killed at its timeout.
-    pub timed_out: bool,
-    /// Killed because the call was cancelled.
-    pub cancelled: bool,
-    /// stdout (lossless UTF-8 decoding up to the cap).
-    pub stdout: String,
-    /// stderr.
-    pub stderr: String,
-    /// stdout went past [`OUTPUT_CAP_BYTES`].
-    pub stdout_truncated: bool,
-    /// stderr went past [`OUTPUT_CAP_BYTES`].
-    pub stderr_truncated: bool,
+    /// Its output, bounded, with the truncation, timeout and cancellation flags.
+    pub output: CollectedOutput,
+}
+
+impl ExecOutcome {
+    /// The `environmentExecute` result: a command killed other than at its timeout ended by
+    /// `SIGKILL`.
+    pub fn into_execute_result(self) -> ExecuteResult {
+        let killed = self.exit_code.is_none() && !self.output.timed_out;
+        let signal = killed.then(|| "SIGKILL".to_owned());
+        self.output.into_execute_result(self.exit_code, signal)
+    }
 }
 
 /// The commands running in each container: what `cancelActiveWork`, stop and shutdown kill.
@@ -153,83 +137,6 @@ impl ActiveExecs {
     }
 }
 
-/// Streaming UTF-8 decoding that never splits a character.
-#[derive(Debug, Default)]
-struct Utf8Stream {
-    pending: Vec<u8>,
-}
-
-impl Utf8Stream {
-    fn push(&mut self, bytes: &[u8]) -> String {
-        self.pending.extend_from_slice(bytes);
-        let mut cut = self.pending.len();
-        // A trailing incomplete sequence (at most 3 bytes) waits for the next chunk.
-        for back in 1..=3.min(self.pending.len()) {
-            let b = self.pending[self.pending.len() - back];
-            if b & 0xC0 == 0x80 {
-                continue;
-            }
-            let need = if b >= 0xF0 {
-                4
-            } else if b >= 0xE0 {
-                3
-            } else if b >= 0xC0 {
-                2
-            } else {
-                1
-            };
-            if need > back {
-                cut = self.pending.len() - back;
-            }
-            break;
-        }
-        let rest = self.pending.split_off(cut);
-        let text = String::from_utf8_lossy(&self.pending).into_owned();
-        self.pending = rest;
-        text
-    }
-
-    fn finish(&mut self) -> String {
-        let text = String::from_utf8_lossy(&self.pending).into_owned();
-        self.pending.clear();
-        text
-    }
-}
-
-#[derive(Debug, Default)]
-struct Collected {
-    text: String,
-    decoder: Utf8Stream,
-    bytes: usize,
-    truncated: bool,
-}
-
-impl Collected {
-    /// Takes raw bytes; returns the decoded text to stream (nothing past the cap).
-    fn push(&mut self, chunk: &[u8]) -> String {
-        if self.truncated {
-            return String::new();
-        }
-        let room = OUTPUT_CAP_BYTES - self.bytes;
-        let take = if chunk.len() > room {
-            self.truncated = true;
-            &chunk[..room]
-        } else {
-            chunk
-        };
-        self.bytes += take.len();
-        let text = self.decoder.push(take);
-        self.text.push_str(&text);
-        text
-    }
-
-    fn finish(&mut self) -> String {
-        let text = self.decoder.finish();
-        self.text.push_str(&text);
-        text
-    }
-}
-
 /// Sends `SIGKILL` to the process groups recorded under `tags`.
 pub async fn kill_tags(
     engine: &Engine,
@@ -242,7 +149,7 @@ pub async fn kill_tags(
     let spec = ExecSpec { argv, user: user.to_owned(), ..ExecSpec::default() };
     // Boxed: run_raw may call back here (never with a tag of its own, so it never recurses).
     let out =
-        Box::pin(run_raw(engine, container, &spec, None, Discard, std::future::pending())).await?;
+        Box::pin(run_raw(engine, container, &spec, None, &mut (), std::future::pending())).await?;
     tracing::debug!(container, killed = tags.len(), exit = ?out.exit_code, "killed process groups");
     Ok(())
 }
@@ -256,7 +163,7 @@ pub async fn run_simple(
     argv: Vec<String>,
 ) -> EngineResult<ExecOutcome> {
     let spec = ExecSpec { argv, user: user.to_owned(), ..ExecSpec::default() };
-    run_raw(engine, container, &spec, None, Discard, std::future::pending()).await
+    run_raw(engine, container, &spec, None, &mut (), std::future::pending()).await
 }
 
 /// Runs `spec` in `container` (see the module docs); `on_chunk` receives output as it
@@ -266,7 +173,7 @@ pub async fn run(
     container: &str,
     spec: ExecSpec,
     active: &ActiveExecs,
-    on_chunk: impl OutputSink,
+    on_chunk: &mut impl OutputSink,
     cancel: impl Future<Output = ()>,
 ) -> EngineResult<ExecOutcome> {
     let tag = local_provider::random_hex(12);
@@ -285,7 +192,7 @@ async fn run_raw(
     container: &str,
     spec: &ExecSpec,
     tag: Option<&str>,
-    mut on_chunk: impl OutputSink,
+    on_chunk: &mut impl OutputSink,
     cancel: impl Future<Output = ()>,
 ) -> EngineResult<ExecOutcome> {
     let docker = engine.docker();
@@ -300,17 +207,9 @@ async fn run_raw(
         working_dir: spec.cwd.clone(),
         ..CreateExecOptions::default()
     };
-    let exec = docker
-        .create_exec(container, options)
-        .await
-        .map_err(|e| EngineError::from_bollard("create exec", e))?;
-    let started = docker
-        .start_exec(
-            &exec.id,
-            Some(StartExecOptions { output_capacity: Some(64 * 1024), ..Default::default() }),
-        )
-        .await
-        .map_err(|e| EngineError::from_bollard("start exec", e))?;
+    let exec = engine.bounded("create exec", docker.create_exec(container, options)).await?;
+    let start = StartExecOptions { output_capacity: Some(64 * 1024), ..Default::default() };
+    let started = engine.bounded("start exec", docker.start_exec(&exec.id, Some(start))).await?;
     let StartExecResults::Attached { mut output, mut input } = started else {
         return Err(EngineError {
             operation: "start exec",
@@ -343,9 +242,17 @@ async fn run_raw(
     };
     tokio::pin!(sleep);
 
-    let mut stdout = Collected::default();
-    let mut stderr = Collected::default();
-    let mut outcome = ExecOutcome::default();
+    // The call's deadline bounds the wait for the output too: the engine may stop answering
+    // after the exec started.
+    let call_deadline = async {
+        match engine.deadline() {
+            Some(d) => tokio::time::sleep_until(d.instant()).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(call_deadline);
+    let mut collected = OutputCollector::new();
+    let mut exit_code = None;
     let mut kill_by: Option<Instant> = None;
     loop {
         let drain = async {
@@ -360,12 +267,10 @@ async fn run_raw(
                 // Awaiting the sink is the backpressure: while the host does not read, the
                 // output is not read either and the command blocks on its pipe.
                 Some(Ok(LogOutput::StdOut { message })) => {
-                    let text = stdout.push(&message);
-                    if !text.is_empty() { on_chunk.chunk(Stream::Stdout, text).await; }
+                    collected.feed(on_chunk, OutputStream::Stdout, &message).await;
                 }
                 Some(Ok(LogOutput::StdErr { message })) => {
-                    let text = stderr.push(&message);
-                    if !text.is_empty() { on_chunk.chunk(Stream::Stderr, text).await; }
+                    collected.feed(on_chunk, OutputStream::Stderr, &message).await;
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => {
@@ -380,14 +285,21 @@ async fn run_raw(
             },
             _ = &mut writer => {}
             _ = &mut sleep, if kill_by.is_none() => {
-                outcome.timed_out = true;
+                collected.mark_timed_out();
                 kill(engine, container, &spec.user, tag).await;
                 kill_by = Some(Instant::now() + DRAIN_AFTER_KILL);
             }
             _ = &mut cancel, if kill_by.is_none() => {
-                outcome.cancelled = true;
+                collected.mark_cancelled();
                 kill(engine, container, &spec.user, tag).await;
                 kill_by = Some(Instant::now() + DRAIN_AFTER_KILL);
+            }
+            _ = &mut call_deadline => {
+                // The host's timer is about to fire: end the command (if the engine still
+                // answers) and give up on it.
+                let killing = engine.without_deadline();
+                let _ = tokio::time::timeout(DEADLINE_KILL, kill(&killing, container, &spec.user, tag)).await;
+                return Err(EngineError::deadline("read exec output"));
             }
             _ = drain => {
                 tracing::warn!(container, "the output of a killed command did not end; giving up on it");
@@ -395,20 +307,10 @@ async fn run_raw(
             }
         }
     }
-    for (c, s) in [(&mut stdout, Stream::Stdout), (&mut stderr, Stream::Stderr)] {
-        let text = c.finish();
-        if !text.is_empty() {
-            on_chunk.chunk(s, text).await;
-        }
-    }
     if kill_by.is_none() {
-        outcome.exit_code = exit_code(engine, &exec.id).await?;
+        exit_code = exit_code_of(engine, &exec.id).await?;
     }
-    outcome.stdout = stdout.text;
-    outcome.stderr = stderr.text;
-    outcome.stdout_truncated = stdout.truncated;
-    outcome.stderr_truncated = stderr.truncated;
-    Ok(outcome)
+    Ok(ExecOutcome { exit_code, output: collected.finish(on_chunk).await })
 }
 
 async fn kill(engine: &Engine, container: &str, user: &str, tag: Option<&str>) {
@@ -420,50 +322,18 @@ async fn kill(engine: &Engine, container: &str, user: &str, tag: Option<&str>) {
 
 /// True when the engine reports the exec no longer running.
 async fn finished(engine: &Engine, exec_id: &str) -> bool {
-    let info = engine.docker().inspect_exec(exec_id).await;
+    let info = engine.bounded("inspect exec", engine.docker().inspect_exec(exec_id)).await;
     info.is_ok_and(|i| i.running == Some(false))
 }
 
 /// The exit code once the engine reports the exec finished (it may lag the stream's end).
-async fn exit_code(engine: &Engine, exec_id: &str) -> EngineResult<Option<i64>> {
+async fn exit_code_of(engine: &Engine, exec_id: &str) -> EngineResult<Option<i64>> {
     let until = Instant::now() + Duration::from_secs(5);
     loop {
-        let info = engine
-            .docker()
-            .inspect_exec(exec_id)
-            .await
-            .map_err(|e| EngineError::from_bollard("inspect exec", e))?;
+        let info = engine.bounded("inspect exec", engine.docker().inspect_exec(exec_id)).await?;
         if info.running != Some(true) || Instant::now() >= until {
             return Ok(info.exit_code);
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utf8_is_never_split() {
-        let mut d = Utf8Stream::default();
-        let bytes = "aé€😀".as_bytes();
-        let mut out = String::new();
-        for b in bytes {
-            out.push_str(&d.push(&[*b]));
-        }
-        out.push_str(&d.finish());
-        assert_eq!(out, "aé€😀");
-        let mut d = Utf8Stream::default();
-        assert_eq!(d.push(&[0xE2, 0x82]), "");
-        assert_eq!(d.push(&[0xAC, b'x']), "€x");
-    }
-
-    #[test]
-    fn output_is_capped_and_flagged() {
-        let mut c = Collected { bytes: OUTPUT_CAP_BYTES - 2, ..Collected::default() };
-        assert_eq!(c.push(b"abcd"), "ab");
-        assert!(c.truncated);
-        assert_eq!(c.push(b"ef"), "");
     }
 }

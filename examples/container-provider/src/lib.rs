@@ -43,7 +43,7 @@ pub mod tarball;
 
 use config::{ContainerConfig, Settings};
 use engine::{Engine, Engines};
-use exec::{ActiveExecs, ExecSpec, Stream};
+use exec::{ActiveExecs, ExecSpec};
 
 /// The provider: engine connections and the table of running commands.
 ///
@@ -90,11 +90,17 @@ impl ContainerProvider {
         self.profile.unwrap_or(HostProfile::Paperclip2026_11)
     }
 
-    async fn connect(&self, config: &ContainerConfig) -> Result<(Engine, Settings), ProviderError> {
+    /// The engine of `config`, its requests bounded by `cx`'s deadline.
+    async fn connect(
+        &self,
+        config: &ContainerConfig,
+        cx: &Context,
+    ) -> Result<(Engine, Settings), ProviderError> {
         let settings = Settings::new(config);
-        let engine = self.engines.get(&settings.docker_host).await.map_err(|e| {
-            ProviderError::worker(format!("The container engine is not reachable: {e}"))
-        })?;
+        let engine =
+            self.engines.get(&settings.docker_host, cx.call_deadline()).await.map_err(|e| {
+                ProviderError::worker(format!("The container engine is not reachable: {e}"))
+            })?;
         Ok((engine, settings))
     }
 
@@ -105,19 +111,6 @@ impl ContainerProvider {
     fn remember(&self, container: &str, settings: &Settings) {
         let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
         hosts.insert(container.to_owned(), (settings.docker_host.clone(), settings.user()));
-    }
-}
-
-/// Streams output as `execute.log`, waiting while the host's queue is full.
-struct LogSink<'a>(&'a Context);
-
-impl exec::OutputSink for LogSink<'_> {
-    async fn chunk(&mut self, stream: Stream, text: String) {
-        let stream = match stream {
-            Stream::Stdout => OutputStream::Stdout,
-            Stream::Stderr => OutputStream::Stderr,
-        };
-        self.0.send_execute_log(stream, &text).await;
     }
 }
 
@@ -143,13 +136,13 @@ fn diagnostic(severity: DiagnosticSeverity, code: &str, message: impl Into<Strin
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for ContainerProvider {
-    async fn shutdown(&self, _params: ShutdownParams, _cx: Context) -> HookResult<()> {
+    async fn shutdown(&self, _params: ShutdownParams, cx: Context) -> HookResult<()> {
         let containers = self.active.containers();
         let hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut killed = 0;
         for c in containers {
             let Some((host, user)) = hosts.get(&c) else { continue };
-            if let Ok(engine) = self.engines.get(host).await {
+            if let Ok(engine) = self.engines.get(host, cx.call_deadline()).await {
                 killed += self.active.kill_all(&engine, &c, user).await;
             }
         }
@@ -170,10 +163,10 @@ impl SandboxProvider for ContainerProvider {
     async fn probe(
         &self,
         params: ProbeParams<ContainerConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<ProbeResult> {
         let settings = Settings::new(&params.base.config);
-        let engine = match self.engines.get(&settings.docker_host).await {
+        let engine = match self.engines.get(&settings.docker_host, cx.call_deadline()).await {
             Ok(e) => e,
             Err(e) => {
                 return Ok(ProbeResult::new(false)
@@ -230,9 +223,9 @@ impl SandboxProvider for ContainerProvider {
         params: AcquireLeaseParams<ContainerConfig>,
         cx: Context,
     ) -> HookResult<AcquireLeaseResult> {
-        let (engine, settings) = self.connect(&params.base.config).await?;
+        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
         // Sweep this environment's orphans in the background; it never delays the acquisition.
-        let sweeper = engine.clone();
+        let sweeper = engine.without_deadline();
         let (company, environment) =
             (params.base.company_id.clone(), params.base.environment_id.clone());
         tokio::spawn(async move {
@@ -249,27 +242,27 @@ impl SandboxProvider for ContainerProvider {
     async fn resume_lease(
         &self,
         params: ResumeLeaseParams<ContainerConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<ResumeLeaseResult> {
-        let (engine, settings) = self.connect(&params.base.config).await?;
+        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
         lease::resume(&engine, &settings, &params).await
     }
 
     async fn release_lease(
         &self,
         params: ReleaseLeaseParams<ContainerConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<ReleaseLeaseResult> {
-        let (engine, settings) = self.connect(&params.base.config).await?;
+        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
         lease::release(&engine, &settings, &self.active, &params).await.map(Released::from)
     }
 
     async fn destroy_lease(
         &self,
         params: DestroyLeaseParams<ContainerConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<DestroyLeaseResult> {
-        let (engine, settings) = self.connect(&params.base.config).await?;
+        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
         let receipt = lease::destroy(&engine, &settings, &params).await?;
         if let Some(id) = params.provider_lease_id.as_deref() {
             self.forget(id);
@@ -280,7 +273,7 @@ impl SandboxProvider for ContainerProvider {
     async fn stop_lease(
         &self,
         params: StopLeaseParams<ContainerConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<StopLeaseResult> {
         // Stop takes the release params, whose lease id may be null: there is nothing to stop
         // and no receipt could name it.
@@ -289,7 +282,7 @@ impl SandboxProvider for ContainerProvider {
                 "providerLeaseId is required to stop a lease",
             ));
         };
-        let (engine, settings) = self.connect(&params.base.config).await?;
+        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
         if params.cancel_active_work == Some(true) {
             self.active.kill_all(&engine, id, &settings.user()).await;
         }
@@ -313,7 +306,7 @@ impl SandboxProvider for ContainerProvider {
         params: ExecuteParams<ContainerConfig>,
         cx: Context,
     ) -> HookResult<ExecuteResult> {
-        let (engine, settings) = self.connect(&params.base.config).await?;
+        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
         let id = lease_id(&params.lease)?.to_owned();
         if params.command.is_empty() {
             return Err(ProviderError::invalid_params("command must not be empty"));
@@ -339,64 +332,36 @@ impl SandboxProvider for ContainerProvider {
         };
         self.remember(&id, &settings);
         let cancel = cx.cancellation().clone();
-        let sink = LogSink(&cx);
-        let out =
-            exec::run(
-                &engine,
-                &id,
-                spec,
-                &self.active,
-                sink,
-                async move { cancel.cancelled().await },
-            )
-            .await
-            .map_err(|e| {
+        let mut sink = &cx;
+        let cancelled = async move { cancel.cancelled().await };
+        let out = exec::run(&engine, &id, spec, &self.active, &mut sink, cancelled).await.map_err(
+            |e| {
                 if e.is_not_found() || e.status == Some(409) {
                     ProviderError::worker("The lease container does not exist or is not running")
+                } else if e.is_unreachable() {
+                    ProviderError::worker(format!("The container engine is not reachable: {e}"))
                 } else {
                     ProviderError::worker(format!("Running the command failed: {e}"))
                 }
-            })?;
-        let mut result = if out.timed_out {
-            ExecuteResult::timed_out()
-        } else {
-            match out.exit_code {
-                Some(code) => ExecuteResult::exited(code),
-                None => ExecuteResult::signaled("SIGKILL"),
-            }
-        };
-        let mut metadata = JsonObject::new();
-        if out.stdout_truncated {
-            metadata.insert("stdoutTruncated".into(), Value::Bool(true));
-        }
-        if out.stderr_truncated {
-            metadata.insert("stderrTruncated".into(), Value::Bool(true));
-        }
-        if out.cancelled {
-            metadata.insert("cancelled".into(), Value::Bool(true));
-        }
-        if !metadata.is_empty() {
-            result = result.with_metadata(metadata);
-        }
-        result.stdout = out.stdout;
-        result.stderr = out.stderr;
-        Ok(result)
+            },
+        )?;
+        Ok(out.into_execute_result())
     }
 
     async fn sync_in(
         &self,
         params: SyncInParams<ContainerConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<SyncResult> {
-        self.sync(sync::Direction::In, params).await
+        self.sync(sync::Direction::In, params, &cx).await
     }
 
     async fn sync_out(
         &self,
         params: SyncOutParams<ContainerConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<SyncResult> {
-        self.sync(sync::Direction::Out, params).await
+        self.sync(sync::Direction::Out, params, &cx).await
     }
 }
 
@@ -405,8 +370,9 @@ impl ContainerProvider {
         &self,
         direction: sync::Direction,
         params: SyncParams<ContainerConfig>,
+        cx: &Context,
     ) -> HookResult<SyncResult> {
-        let (engine, settings) = self.connect(&params.base.config).await?;
+        let (engine, settings) = self.connect(&params.base.config, cx).await?;
         let timeout_ms = local_provider::sync::effective_timeout_ms(
             &params,
             self.profile(),

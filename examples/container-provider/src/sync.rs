@@ -106,7 +106,7 @@ async fn resolve(
     let out =
         exec::run_simple(engine, container, &settings.user(), argv).await.map_err(engine_error)?;
     match out.exit_code {
-        Some(0) => Ok(out.stdout),
+        Some(0) => Ok(out.output.stdout),
         Some(91) => {
             Err(LocalError::new(ErrorKind::Confinement, "the path resolves outside the workspace"))
         }
@@ -166,13 +166,13 @@ async fn sync_in_mapping(
         Some(options),
         bollard::body_try_stream(body),
     );
-    let uploaded = upload.await;
+    let uploaded = engine.bounded("upload archive", upload).await;
     let packed = packer
         .await
         .map_err(|e| LocalError::new(ErrorKind::Io, format!("packing task failed: {e}")))?;
     // A packing error is the cause when both fail (the upload saw a truncated stream).
     let transfer = packed?;
-    uploaded.map_err(|e| engine_error(EngineError::from_bollard("upload archive", e)))?;
+    uploaded.map_err(engine_error)?;
     Ok(transfer)
 }
 
@@ -197,10 +197,13 @@ async fn sync_out_mapping(
     let options = DownloadFromContainerOptionsBuilder::default().path(&real).build();
     let mut stream = engine.docker().download_from_container(container, Some(options));
     // The first chunk tells whether the source exists before the host target is touched.
-    let first = match stream.next().await {
-        None => Bytes::new(),
-        Some(Ok(b)) => b,
-        Some(Err(e)) => return Err(engine_error(EngineError::from_bollard("download archive", e))),
+    let first = match engine.bounded("download archive", async { Ok(stream.next().await) }).await {
+        Err(e) => return Err(engine_error(e)),
+        Ok(None) => Bytes::new(),
+        Ok(Some(Ok(b))) => b,
+        Ok(Some(Err(e))) => {
+            return Err(engine_error(EngineError::from_bollard("download archive", e)))
+        }
     };
     let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(4);
     let target = PathBuf::from(&m.target_path);
@@ -254,10 +257,10 @@ async fn post_upload(
         stdin: None,
         timeout: Some(timeout),
     };
-    let out = exec::run(engine, container, spec, active, exec::Discard, std::future::pending())
+    let out = exec::run(engine, container, spec, active, &mut (), std::future::pending())
         .await
         .map_err(engine_error)?;
-    if out.timed_out {
+    if out.output.timed_out {
         return Err(LocalError::new(ErrorKind::Timeout, "a post-upload command timed out"));
     }
     match out.exit_code {

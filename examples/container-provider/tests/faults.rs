@@ -355,3 +355,42 @@ async fn a_probe_of_an_unreachable_engine_answers_not_ok() {
         w.shutdown().await;
     }
 }
+
+/// A socket that accepts every connection and never answers (nor closes it).
+fn stalled_engine() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stalled.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = listener.accept().await {
+            held.push(conn);
+        }
+    });
+    (dir, format!("unix://{}", path.display()))
+}
+
+/// An engine that accepts and never answers: the execute (timeoutMs 3000) is answered with an
+/// error naming the engine unreachable before the host's own timer for it (timeoutMs + 30 s)
+/// fires, and the worker still serves. Needs no real engine.
+#[tokio::test]
+async fn a_stalled_engine_is_reported_before_the_hosts_timer() {
+    let (_dir, host) = stalled_engine();
+    let target = common::Target { docker_host: host, image: "unused:latest".into() };
+    let mut w = Wire::start(&target, "company-stalled").await;
+    let p = w.params(json!({
+        "lease": {"providerLeaseId": "lease-stalled"}, "command": "true", "timeoutMs": 3000
+    }));
+    let id = w.send("environmentExecute", p).await;
+    // The host arms its timer when it sends the call: E(3000, config) = 33 s.
+    let host_timer = tokio::time::sleep(std::time::Duration::from_millis(3000 + 30_000));
+    let resp = tokio::select! {
+        (_, resp) = w.answer(&id) => resp,
+        () = host_timer => panic!("the host's timer fired before the worker answered"),
+    };
+    let message = resp["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not reachable") && message.contains("deadline"), "{resp}");
+    let health = w.ok("health", json!({})).await;
+    assert_eq!(health["status"], json!("ok"), "{health}");
+    w.shutdown().await;
+}
