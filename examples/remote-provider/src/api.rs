@@ -30,6 +30,7 @@ use std::fmt;
 use std::time::Duration;
 
 use paperclip_sandbox_sdk::protocol::secret::Secret;
+use paperclip_sandbox_sdk::Deadline;
 use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -239,6 +240,7 @@ pub struct ApiClient {
     base_url: String,
     api_key: Secret,
     request_timeout: Duration,
+    deadline: Option<Deadline>,
 }
 
 impl fmt::Debug for ApiClient {
@@ -247,6 +249,7 @@ impl fmt::Debug for ApiClient {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key)
             .field("request_timeout", &self.request_timeout)
+            .field("deadline", &self.deadline)
             .finish()
     }
 }
@@ -265,7 +268,15 @@ impl ApiClient {
             base_url: base_url.trim_end_matches('/').to_owned(),
             api_key,
             request_timeout,
+            deadline: None,
         }
+    }
+
+    /// This client for a call ending at `deadline`: no request outlasts it, and one still
+    /// unanswered then fails naming the API unreachable.
+    pub fn with_deadline(mut self, deadline: Option<Deadline>) -> Self {
+        self.deadline = deadline;
+        self
     }
 
     /// The base URL.
@@ -281,6 +292,14 @@ impl ApiClient {
         timeout: Duration,
     ) -> Result<Vec<u8>, ApiError> {
         let operation = format!("{method} {path}");
+        let left = self.deadline.map(|d| d.remaining()).filter(|left| *left < timeout);
+        let timeout = left.unwrap_or(timeout);
+        let transport_reason = |e: &reqwest::Error| match left {
+            Some(_) if e.is_timeout() => {
+                "the sandbox API is unreachable: no answer before the call's deadline".to_owned()
+            }
+            _ => transport_reason(e),
+        };
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.base_url))

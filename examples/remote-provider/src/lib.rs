@@ -19,6 +19,7 @@
 
 use std::time::Duration;
 
+use paperclip_sandbox_sdk::output::OutputCollector;
 use paperclip_sandbox_sdk::prelude::*;
 
 pub mod acquire;
@@ -65,11 +66,14 @@ impl RemoteProvider {
         RemoteProvider::default()
     }
 
-    /// The API client of the account in `config`, once the rule across keys holds.
-    fn client(&self, config: &RemoteConfig) -> Result<ApiClient, ProviderError> {
+    /// The API client of the account in `config`, once the rule across keys holds, its
+    /// requests bounded by the deadline of the call `cx` serves.
+    fn client(&self, config: &RemoteConfig, cx: &Context) -> Result<ApiClient, ProviderError> {
         config.check().map_err(ProviderError::invalid_params)?;
         let timeout = config.request_timeout();
-        Ok(ApiClient::new(self.http.clone(), &config.base_url, config.api_key.clone(), timeout))
+        let client =
+            ApiClient::new(self.http.clone(), &config.base_url, config.api_key.clone(), timeout);
+        Ok(client.with_deadline(cx.call_deadline()))
     }
 }
 
@@ -89,9 +93,9 @@ impl SandboxProvider for RemoteProvider {
     async fn probe(
         &self,
         params: ProbeParams<RemoteConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<ProbeResult> {
-        let client = match self.client(&params.base.config) {
+        let client = match self.client(&params.base.config, &cx) {
             Ok(c) => c,
             Err(e) => {
                 let diagnostic = Diagnostic::new(DiagnosticSeverity::Error, e.message())
@@ -113,45 +117,45 @@ impl SandboxProvider for RemoteProvider {
     async fn acquire_lease(
         &self,
         params: AcquireLeaseParams<RemoteConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<AcquireLeaseResult> {
-        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
+        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
         acquire::acquire(&client, config, &params).await
     }
 
     async fn resume_lease(
         &self,
         params: ResumeLeaseParams<RemoteConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<ResumeLeaseResult> {
-        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
+        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
         lifecycle::resume(&client, config, &params).await
     }
 
     async fn release_lease(
         &self,
         params: ReleaseLeaseParams<RemoteConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<Released> {
-        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
+        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
         lifecycle::release(&client, config, &params).await.map(Released::from)
     }
 
     async fn destroy_lease(
         &self,
         params: DestroyLeaseParams<RemoteConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<Destroyed> {
-        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
+        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
         lifecycle::destroy(&client, config, &params).await.map(Destroyed::from)
     }
 
     async fn stop_lease(
         &self,
         params: StopLeaseParams<RemoteConfig>,
-        _cx: Context,
+        cx: Context,
     ) -> HookResult<StopLeaseResult> {
-        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
+        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
         lifecycle::stop_lease(&client, config, &params).await
     }
 
@@ -160,7 +164,7 @@ impl SandboxProvider for RemoteProvider {
         params: ExecuteParams<RemoteConfig>,
         cx: Context,
     ) -> HookResult<ExecuteResult> {
-        let (client, config) = (self.client(&params.base.config)?, &params.base.config);
+        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
         let Some(id) = params.lease.provider_lease_id.as_deref() else {
             return Err(ProviderError::invalid_params("lease.providerLeaseId is null"));
         };
@@ -177,19 +181,24 @@ impl SandboxProvider for RemoteProvider {
             Some(ms) => Duration::from_millis(ms) + config.request_timeout(),
             None => Duration::from_secs(86_400),
         };
-        let answer = client
-            .exec(id, &request, timeout)
-            .await
-            .map_err(|e| ProviderError::worker(format!("Running the command failed: {e}")))?;
-        cx.execute_log(OutputStream::Stdout, &answer.stdout);
-        cx.execute_log(OutputStream::Stderr, &answer.stderr);
-        let mut result = match (answer.timed_out, answer.exit_code) {
-            (true, _) => ExecuteResult::timed_out(),
-            (false, Some(code)) => ExecuteResult::exited(code),
-            (false, None) => ExecuteResult::signaled("SIGKILL"),
-        };
-        result.stdout = answer.stdout;
-        result.stderr = answer.stderr;
-        Ok(result)
+        let answer = client.exec(id, &request, timeout).await.map_err(|e| match e {
+            api::ApiError::Transport { .. } => {
+                ProviderError::worker(format!("The sandbox API is not reachable: {e}"))
+            }
+            e => ProviderError::worker(format!("Running the command failed: {e}")),
+        })?;
+        // The API answers the whole output at once: the SDK's collector streams it and bounds
+        // the result by its encoded size against the host's line limit.
+        let mut output = OutputCollector::new();
+        let mut sink = &cx;
+        output.feed(&mut sink, OutputStream::Stdout, answer.stdout.as_bytes()).await;
+        output.feed(&mut sink, OutputStream::Stderr, answer.stderr.as_bytes()).await;
+        if answer.timed_out {
+            output.mark_timed_out();
+        }
+        let killed = !answer.timed_out && answer.exit_code.is_none();
+        let signal = killed.then(|| "SIGKILL".to_owned());
+        let exit_code = answer.exit_code.filter(|_| !answer.timed_out);
+        Ok(output.finish(&mut sink).await.into_execute_result(exit_code, signal))
     }
 }

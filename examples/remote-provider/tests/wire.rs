@@ -178,3 +178,42 @@ async fn credentials_echoed_by_the_api_are_redacted_everywhere() {
         assert!(!text.contains("sk-wrong"), "a prefix of the key leaked: {text}");
     }
 }
+
+/// An API that accepts every connection and never answers: the execute (timeoutMs 3000) is
+/// answered with an error naming the API unreachable before the host's own timer for it
+/// (timeoutMs + 30 s) fires, and the worker still serves.
+#[tokio::test]
+async fn a_stalled_api_is_reported_before_the_hosts_timer() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = listener.accept().await {
+            held.push(conn);
+        }
+    });
+    let cfg = json!({"apiKey": API_KEY, "baseUrl": base_url});
+    let mut w = spawn();
+    w.call(json!(1), "initialize", json!({"manifest": manifest(), "config": {}})).await.unwrap();
+    let mut exec = base(&cfg);
+    exec["lease"] = json!({"providerLeaseId": "sbx-stalled"});
+    exec["command"] = json!("true");
+    exec["timeoutMs"] = json!(3000);
+    let line = json!({"jsonrpc": "2.0", "id": 2, "method": "environmentExecute", "params": exec});
+    w.send_line(&line.to_string()).await.unwrap();
+    // The host arms its timer when it sends the call: E(3000, config) = 33 s.
+    let host_timer = tokio::time::sleep(Duration::from_millis(3000 + 30_000));
+    let id = json!(2);
+    let lines = tokio::select! {
+        lines = w.read_until_response(&id) => lines.unwrap(),
+        () = host_timer => panic!("the host's timer fired before the worker answered"),
+    };
+    let resp = lines.last().unwrap();
+    let message = resp["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not reachable") && message.contains("deadline"), "{resp}");
+    let health = w.call(json!(3), "health", json!({})).await.unwrap();
+    assert_eq!(health["result"]["status"], "ok", "{health}");
+    w.close_stdin();
+    let status = tokio::time::timeout(Duration::from_secs(60), w.wait()).await.unwrap().unwrap();
+    assert!(status.success());
+}
