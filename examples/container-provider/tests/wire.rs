@@ -253,3 +253,21 @@ async fn a_reusable_lease_stops_and_starts_keeping_its_files_and_destroy_removes
     assert!(containers_of(&engine, "company-reuse").await.is_empty());
     w.shutdown().await;
 }
+
+/// 64 MiB of `\x01` and 300,000 `€` in 4,093-byte writes: every line within the host's line
+/// limit, the cut output flagged, no U+FFFD where nothing was cut, `health` answered after.
+#[tokio::test]
+async fn output_floods_fit_the_hosts_line_limit() {
+    let Some(t) = target() else { return };
+    let mut w = Wire::start(&t, "company-flood").await;
+    let id = w.acquire().await;
+    let base = w.params(json!({"lease": {"providerLeaseId": &id}, "command": "sh"}));
+    let params = |script: &str| {
+        let mut p = base.clone();
+        p["args"] = json!(["-c", script]);
+        p
+    };
+    paperclip_sandbox_sdk::testing::flood::assert_output_floods_fit(&mut w.worker, params).await;
+    w.destroy(&id).await;
+    w.shutdown().await;
+}

@@ -340,3 +340,19 @@ async fn manifest_flag_prints_the_manifest_for_each_profile() {
     let bad = std::process::Command::new(common::BIN).args(["--profile", "nope"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// 64 MiB of `\x01` and 300,000 `€` in 4,093-byte writes: every line within the host's line
+/// limit, the cut output flagged, no U+FFFD where nothing was cut, `health` answered after.
+#[tokio::test]
+async fn output_floods_fit_the_hosts_line_limit() {
+    let (mut w, _) = Wire::start().await;
+    let lease =
+        w.ok(json!(2), "environmentAcquireLease", w.params(json!({"runId": "run-1"}))).await;
+    let base = w.params(json!({"lease": lease, "command": "sh"}));
+    let params = |script: &str| {
+        let mut p = base.clone();
+        p["args"] = json!(["-c", script]);
+        p
+    };
+    paperclip_sandbox_sdk::testing::flood::assert_output_floods_fit(&mut w.worker, params).await;
+}

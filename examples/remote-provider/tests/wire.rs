@@ -217,3 +217,24 @@ async fn a_stalled_api_is_reported_before_the_hosts_timer() {
     let status = tokio::time::timeout(Duration::from_secs(60), w.wait()).await.unwrap().unwrap();
     assert!(status.success());
 }
+
+/// 64 MiB of `\x01` and 300,000 `€` in 4,093-byte writes, run by the fake API: every line
+/// within the host's line limit, the cut output flagged, no U+FFFD where nothing was cut,
+/// `health` answered after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_floods_fit_the_hosts_line_limit() {
+    let fake = FakeApi::start(Faults::default()).await;
+    let cfg = config(&fake);
+    let mut w = spawn();
+    w.call(json!(1), "initialize", json!({"manifest": manifest(), "config": {}})).await.unwrap();
+    let lease = w.call(json!(2), "environmentAcquireLease", acquire_params(&cfg)).await.unwrap();
+    let mut base = base(&cfg);
+    base["lease"] = lease["result"].clone();
+    base["command"] = json!("sh");
+    let params = |script: &str| {
+        let mut p = base.clone();
+        p["args"] = json!(["-c", script]);
+        p
+    };
+    paperclip_sandbox_sdk::testing::flood::assert_output_floods_fit(&mut w, params).await;
+}

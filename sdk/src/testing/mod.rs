@@ -4,11 +4,14 @@
 //!   worker (the same codec and dispatch), over in-memory pipes instead of stdio.
 //! * [`WorkerProcess`]: a spawned worker binary spoken to over NDJSON on its pipes, with its
 //!   stderr captured; killed on drop.
+//! * [`flood`]: output floods (escape-heavy, multi-byte split across writes) checked line by
+//!   line against the host's line limit ([`flood::assert_output_floods_fit`]).
 //! * [`fuzz`]: the bodies of the fuzz targets (arbitrary bytes into the runtime, arbitrary
 //!   JSON into the manifest validator).
 //! * [`assert_manifest`] ([`assert_manifest_valid`] and [`assert_manifest_snapshot`]): a derived manifest checked by
 //!   the protocol's validator for every profile, and pinned by a committed JSON snapshot.
 
+pub mod flood;
 pub mod fuzz;
 mod manifest;
 
