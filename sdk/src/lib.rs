@@ -336,6 +336,9 @@ impl Worker {
         let input = runtime::stdio::take_protocol_stdin()?;
         runtime::stdout_guard::exit_with_parent();
         let reader = runtime::stdio::ProtocolReader::new(input)?;
+        // The host closing its end of stdout ends the worker as EOF does, also while nothing
+        // is written (a failed write alone would wait for the next frame).
+        let output_closed = runtime::stdio::output_closed(&out);
         let writer = runtime::stdio::ProtocolWriter::new(out)?;
         // SIGTERM (also what the worker gets when its parent dies) and SIGINT run the same
         // shutdown as the `shutdown` request.
@@ -345,7 +348,12 @@ impl Worker {
             tokio::select! {
                 _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
                 _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+                () = output_closed => {
+                    tracing::info!("the host closed stdout: shutting down");
+                    return runtime::serve::ServeEnd::HostGone;
+                }
             }
+            runtime::serve::ServeEnd::Signal
         };
         let end =
             runtime::serve::serve_until(self.handler, self.config, reader, writer, stop).await?;

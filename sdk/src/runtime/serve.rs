@@ -1,8 +1,10 @@
 //! The serve loop and its endings.
 //!
 //! * `shutdown` (answered by [`super::builtin`]) ends the serve loop: [`ServeEnd::Shutdown`].
-//! * The host is gone when stdin reaches EOF ([`ServeEnd::Eof`]) or writing stdout fails
-//!   (`EPIPE`: [`ServeEnd::HostGone`]); a stdio worker also stops on `SIGTERM` or `SIGINT`
+//! * The host is gone when stdin reaches EOF ([`ServeEnd::Eof`]) or when it closes its end of
+//!   stdout ([`ServeEnd::HostGone`]): a write that fails (`EPIPE`), or, for a stdio worker
+//!   whose stdout is a pipe or a socket, the closed end seen at once even while nothing is
+//!   written (the descriptor's error/hang-up event); a stdio worker also stops on `SIGTERM` or `SIGINT`
 //!   ([`ServeEnd::Signal`]), which is what it gets when its parent dies. Each of these runs
 //!   the same shutdown as the `shutdown` request, without an answer: every in-flight context
 //!   is cancelled at once, the provider's `shutdown` hook runs if listed, in-flight hooks get
@@ -70,7 +72,8 @@ pub enum ServeEnd {
     /// Stdin reached EOF: the host is gone. In-flight calls were cancelled and given the
     /// shutdown grace.
     Eof,
-    /// Writing stdout failed (`EPIPE`): the host is gone. As for [`ServeEnd::Eof`].
+    /// The host closed its end of stdout (a write failed with `EPIPE`, or the closed end was
+    /// seen while idle): the host is gone. As for [`ServeEnd::Eof`].
     HostGone,
     /// The stop signal (`SIGTERM`/`SIGINT` for a stdio worker) arrived. As for
     /// [`ServeEnd::Eof`].
@@ -122,27 +125,30 @@ where
 }
 
 /// Resolves with the first of the endings other than EOF: `shutdown` answered (`stopped`
-/// turns true), the stop signal, or output failed.
+/// turns true), an outside ending (`outside`: the stop signal, or the host closing its end of
+/// the output while nothing is being written), or output failed.
 async fn endings(
     mut stopped: watch::Receiver<bool>,
-    stop_signal: impl std::future::Future<Output = ()>,
+    outside: impl std::future::Future<Output = ServeEnd>,
     sink: super::codec::FrameSink,
 ) -> ServeEnd {
     tokio::select! {
         biased;
         _ = stopped.wait_for(|s| *s) => ServeEnd::Shutdown,
-        () = stop_signal => ServeEnd::Signal,
+        end = outside => end,
         () = sink.closed() => ServeEnd::HostGone,
     }
 }
 
-/// [`serve`], also ending ([`ServeEnd::Signal`]) when `stop_signal` completes.
+/// [`serve`], also ending when `outside` completes, with the ending it gives
+/// ([`ServeEnd::Signal`] for the stop signal, [`ServeEnd::HostGone`] when the host closed its
+/// end of the output).
 pub(crate) async fn serve_until<R, W>(
     handler: Arc<dyn Handler>,
     config: RuntimeConfig,
     reader: R,
     writer: W,
-    stop_signal: impl std::future::Future<Output = ()>,
+    outside: impl std::future::Future<Output = ServeEnd>,
 ) -> io::Result<ServeEnd>
 where
     R: AsyncRead + Unpin + Send,
@@ -169,7 +175,7 @@ where
     // The endings other than EOF, looked at before every frame (a host whose frames are
     // always ready cannot hold them off), but polled only after one of their waiters woke:
     // polled with every frame, each waiter took its lock (see `woken`).
-    let mut ending = WokenOnly::new(endings(stopped, stop_signal, sink.clone()));
+    let mut ending = WokenOnly::new(endings(stopped, outside, sink.clone()));
     // A `shutdown` request was dispatched: whatever ends the loop after it, this is that
     // shutdown (its task runs the provider's hook, answers and stops).
     let mut shutdown_requested = false;
