@@ -132,7 +132,8 @@ pub use paperclip_sandbox_protocol::secret::Secret;
 pub use provider::{ConfigError, DriverConfig, HookResult, ImplementedHooks, SandboxProvider};
 pub use runtime::{
     RuntimeConfig, ServeEnd, DEFAULT_FRAME_LIMIT, DEFAULT_HOST_CALL_TIMEOUT,
-    DEFAULT_MAX_CONCURRENCY, DEFAULT_SHUTDOWN_GRACE, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER,
+    DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_PENDING_REQUEST_BYTES, DEFAULT_MAX_PENDING_STREAM_BYTES,
+    DEFAULT_SHUTDOWN_GRACE, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER,
 };
 pub use streams::{DuplexSender, LoginPtySender};
 
@@ -286,6 +287,22 @@ impl Worker {
     /// for a slot; the reader never does.
     pub fn max_concurrency(mut self, n: usize) -> Self {
         self.config.max_concurrency = n.max(1);
+        self
+    }
+
+    /// The bound on the params bytes of the requests the worker holds unanswered (default
+    /// [`DEFAULT_MAX_PENDING_REQUEST_BYTES`]). A request past it is refused at once with
+    /// `-32002`; one request alone is always admitted.
+    pub fn max_pending_request_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_pending_request_bytes = bytes;
+        self
+    }
+
+    /// The bound on the params bytes of the input queued on one byte stream
+    /// (`duplexChannelWrite`, `loginPtyInput`; default [`DEFAULT_MAX_PENDING_STREAM_BYTES`]).
+    /// A write past it is refused at once with `-32002`; one write alone is always admitted.
+    pub fn max_pending_stream_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_pending_stream_bytes = bytes;
         self
     }
 

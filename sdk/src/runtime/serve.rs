@@ -27,6 +27,9 @@ use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::codec::{oversize_response, spawn_writer, FrameRef, LineReader, DEFAULT_FRAME_LIMIT};
 use super::dispatch::{dispatch_request, spawn_notification_task, DEFAULT_MAX_CONCURRENCY};
+use super::flow::{
+    Budget, Streams, DEFAULT_MAX_PENDING_REQUEST_BYTES, DEFAULT_MAX_PENDING_STREAM_BYTES,
+};
 use super::peer::{Peer, DEFAULT_HOST_CALL_TIMEOUT};
 use super::shared::{Handler, Shared};
 use super::woken::WokenOnly;
@@ -50,6 +53,14 @@ pub struct RuntimeConfig {
     pub host_call_timeout: Duration,
     /// After `shutdown`: how long cancelled in-flight hooks get to end ([`DEFAULT_SHUTDOWN_GRACE`]).
     pub shutdown_grace: Duration,
+    /// Params bytes of the requests held unanswered, per worker
+    /// ([`DEFAULT_MAX_PENDING_REQUEST_BYTES`]); a request past it is refused with `-32002`
+    /// (one request alone is always admitted).
+    pub max_pending_request_bytes: usize,
+    /// Params bytes of the input queued on one byte stream (`duplexChannelWrite`,
+    /// `loginPtyInput`; [`DEFAULT_MAX_PENDING_STREAM_BYTES`]); a write past it is refused with
+    /// `-32002` (one write alone is always admitted).
+    pub max_pending_stream_bytes: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -59,6 +70,8 @@ impl Default for RuntimeConfig {
             frame_limit: DEFAULT_FRAME_LIMIT,
             host_call_timeout: DEFAULT_HOST_CALL_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            max_pending_request_bytes: DEFAULT_MAX_PENDING_REQUEST_BYTES,
+            max_pending_stream_bytes: DEFAULT_MAX_PENDING_STREAM_BYTES,
         }
     }
 }
@@ -164,6 +177,8 @@ where
         peer: peer.clone(),
         cancel: CancellationSource::new(),
         permits: Arc::new(Semaphore::new(config.max_concurrency.max(1))),
+        budget: Budget::new(config.max_pending_request_bytes),
+        streams: Streams::new(config.max_pending_stream_bytes),
         initialized: false.into(),
         idle: idle.clone(),
         stop,
