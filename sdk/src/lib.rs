@@ -135,7 +135,8 @@ pub use paperclip_sandbox_protocol::secret::Secret;
 pub use provider::{ConfigError, DriverConfig, HookResult, ImplementedHooks, SandboxProvider};
 pub use runtime::{
     RuntimeConfig, ServeEnd, DEFAULT_FRAME_LIMIT, DEFAULT_HOST_CALL_TIMEOUT,
-    DEFAULT_MAX_CONCURRENCY, DEFAULT_SHUTDOWN_GRACE, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER,
+    DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_PENDING_REQUEST_BYTES, DEFAULT_MAX_PENDING_STREAM_BYTES,
+    DEFAULT_SHUTDOWN_GRACE, OUTBOX_HARD_LIMIT, OUTBOX_HIGH_WATER,
 };
 pub use streams::{DuplexSender, LoginPtySender};
 
@@ -293,6 +294,22 @@ impl Worker {
         self
     }
 
+    /// The bound on the params bytes of the requests the worker holds unanswered (default
+    /// [`DEFAULT_MAX_PENDING_REQUEST_BYTES`]). A request past it is refused at once with
+    /// `-32002`; one request alone is always admitted.
+    pub fn max_pending_request_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_pending_request_bytes = bytes;
+        self
+    }
+
+    /// The bound on the params bytes of the input queued on one byte stream
+    /// (`duplexChannelWrite`, `loginPtyInput`; default [`DEFAULT_MAX_PENDING_STREAM_BYTES`]).
+    /// A write past it is refused at once with `-32002`; one write alone is always admitted.
+    pub fn max_pending_stream_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_pending_stream_bytes = bytes;
+        self
+    }
+
     /// The inbound frame cap in bytes.
     pub fn frame_limit(mut self, bytes: usize) -> Self {
         self.config.frame_limit = bytes;
@@ -340,6 +357,9 @@ impl Worker {
         let input = runtime::stdio::take_protocol_stdin()?;
         runtime::stdout_guard::exit_with_parent();
         let reader = runtime::stdio::ProtocolReader::new(input)?;
+        // The host closing its end of stdout ends the worker as EOF does, also while nothing
+        // is written (a failed write alone would wait for the next frame).
+        let output_closed = runtime::stdio::output_closed(&out);
         let writer = runtime::stdio::ProtocolWriter::new(out)?;
         // SIGTERM (also what the worker gets when its parent dies) and SIGINT run the same
         // shutdown as the `shutdown` request.
@@ -349,7 +369,12 @@ impl Worker {
             tokio::select! {
                 _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
                 _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+                () = output_closed => {
+                    tracing::info!("the host closed stdout: shutting down");
+                    return runtime::serve::ServeEnd::HostGone;
+                }
             }
+            runtime::serve::ServeEnd::Signal
         };
         let end =
             runtime::serve::serve_until(self.handler, self.config, reader, writer, stop).await?;

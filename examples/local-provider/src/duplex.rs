@@ -26,7 +26,7 @@ use paperclip_sandbox_sdk::process::{kill_process_group, LocalCommand};
 use paperclip_sandbox_sdk::DuplexSender;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::ChildStdin;
-use tokio::sync::Mutex as AsyncMutex;
+use tokio::sync::{watch, Mutex as AsyncMutex};
 
 use crate::error::{ErrorKind, LocalError, Result};
 use crate::exec::{base_env, ProcessGroups};
@@ -38,6 +38,9 @@ struct Channel {
     ended: Arc<AtomicBool>,
     stdin: Arc<AsyncMutex<Option<ChildStdin>>>,
     lease: String,
+    /// Dropped when the channel is closed (or its lease stopped): a write still waiting for
+    /// the command to read ends then, answered, instead of waiting on.
+    open: watch::Sender<()>,
 }
 
 /// The open duplex channels of a worker, and where its leases live.
@@ -123,6 +126,7 @@ impl DuplexChannels {
                 ended: ended.clone(),
                 stdin: stdin.clone(),
                 lease: params.provider_lease_id.clone(),
+                open: watch::Sender::new(()),
             },
         );
         let route = params.host_route_id.clone();
@@ -143,21 +147,34 @@ impl DuplexChannels {
         Ok(DuplexChannelOpenResult::new(&params.host_route_id, worker_session_id))
     }
 
-    /// Writes to the command's stdin; only the exact live pair.
+    /// Writes to the command's stdin; only the exact live pair. A write the command does not
+    /// read waits (the SDK queues the channel's later writes behind it, bounded), and ends
+    /// with an error once the channel is closed or its lease stopped.
     pub async fn write(&self, params: &DuplexChannelWriteParams) -> Result<()> {
-        let stdin = {
+        let (stdin, mut open) = {
             let inner = self.lock();
             let channel = exact(&inner, &params.host_route_id, &params.worker_session_id)?;
-            channel.stdin.clone()
+            (channel.stdin.clone(), channel.open.subscribe())
         };
-        let mut guard = stdin.lock().await;
-        let Some(pipe) = guard.as_mut() else {
-            return Err(LocalError::new(ErrorKind::NotFound, "the channel's command has ended"));
+        let closed = || LocalError::new(ErrorKind::NotFound, "the channel was closed");
+        let write = async {
+            let mut guard = stdin.lock().await;
+            let Some(pipe) = guard.as_mut() else {
+                return Err(LocalError::new(
+                    ErrorKind::NotFound,
+                    "the channel's command has ended",
+                ));
+            };
+            pipe.write_all(params.data.as_bytes())
+                .await
+                .and(pipe.flush().await)
+                .map_err(|e| LocalError::io("write to the channel", e))
         };
-        pipe.write_all(params.data.as_bytes())
-            .await
-            .and(pipe.flush().await)
-            .map_err(|e| LocalError::io("write to the channel", e))
+        tokio::select! {
+            written = write => written,
+            // `changed` fails once the channel's sender is dropped: the channel closed.
+            _ = open.changed() => Err(closed()),
+        }
     }
 
     /// Ends the command (its whole process group); only the exact live pair.

@@ -12,7 +12,11 @@
 //! * Every other request runs in its own task. Hooks share a bounded number of permits
 //!   ([`DEFAULT_MAX_CONCURRENCY`] by default); a request past the bound waits for a permit in
 //!   its own task, never in the reader. The runtime's own methods (`initialize`, `health`,
-//!   `shutdown`, `configChanged`) take no permit, so a saturated worker still answers them.
+//!   `shutdown`, `configChanged`) take no permit, so a saturated worker still answers them;
+//!   nor do the byte streams' input and control calls ([`flow`]).
+//! * **Flow control** ([`flow`]): the params bytes of the requests held unanswered are bounded
+//!   per worker, the input queued on one byte stream per stream; past a bound a request is
+//!   refused in line (`-32002`), never queued without bound or dropped.
 //! * Notifications go, in arrival order, to one task that handles them one at a time.
 //! * Routing follows the published SDK: a name outside the method table is `-32601`; a known
 //!   method the handler does not list is `-32004`, without calling the handler. A listed method
@@ -36,8 +40,8 @@ use paperclip_sandbox_protocol::methods::Method;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use super::builtin;
 use super::shared::{CatchUnwind, Shared};
+use super::{builtin, flow};
 use crate::context::{deadline_for, Context};
 use crate::idle::Admission;
 
@@ -123,34 +127,68 @@ pub(crate) fn dispatch_request<G: Clone + Send + 'static>(
             sink.send_result_json(&request.id, result);
         }
         Route::Task(m) => {
-            spawn_request(shared.clone(), m, request, (guard.clone(), admission));
+            // The params' bytes are held until the answer is queued; past the worker's bound
+            // the request is refused here, in line (see `flow`).
+            let bytes = request.params.map_or(0, |p| p.get().len());
+            let ticket = if flow::runtime_owned(m) {
+                None
+            } else {
+                match shared.budget.reserve(m, bytes) {
+                    Ok(ticket) => Some(ticket),
+                    Err(refused) => {
+                        tracing::warn!(
+                            method = m.as_str(),
+                            bytes,
+                            "request refused: too many bytes pending"
+                        );
+                        sink.send_error(Some(&request.id), &refused);
+                        return None;
+                    }
+                }
+            };
+            let guard = (guard.clone(), admission, ticket);
+            // Input to a byte stream runs in the stream's own queue, in order, without a
+            // permit; past the stream's bound it is refused here.
+            if let Some(key) = flow::stream_key(m, request.params) {
+                let id = request.id.clone();
+                let queued = shared.streams.enqueue(m, key, bytes, || {
+                    Box::pin(request_task(shared.clone(), m, request, guard, false))
+                });
+                return match queued {
+                    Ok(()) => Some(m),
+                    Err(refused) => {
+                        tracing::warn!(
+                            method = m.as_str(),
+                            bytes,
+                            "stream input refused: too many bytes pending on the stream"
+                        );
+                        sink.send_error(Some(&id), &refused);
+                        None
+                    }
+                };
+            }
+            tokio::spawn(request_task(shared.clone(), m, request, guard, !flow::permit_free(m)));
             return Some(m);
         }
     }
     None
 }
 
-/// Starts the task serving one request; `guard` is held until its response is queued.
-fn spawn_request<G: Send + 'static>(
+/// The task serving one request; `guard` is held until its response is queued. With
+/// `permit`, the hook waits for one of the shared permits first (in its own task, never in
+/// the reader).
+fn request_task<G: Send + 'static>(
     shared: Arc<Shared>,
     method: Method,
     request: RawRequest<'_>,
     guard: G,
-) {
+    permit: bool,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
     let params: Option<Box<RawValue>> = request.params.map(ToOwned::to_owned);
     let deadline = deadline_for(method, params.as_deref());
     let (id, invocation) = (request.id, request.invocation);
-    tokio::spawn(async move {
-        let runtime_owned = matches!(
-            method,
-            Method::Initialize
-                | Method::Health
-                | Method::Shutdown
-                | Method::ConfigChanged
-                | Method::PrepareIdleSleep
-        );
-        // Hooks wait for a permit here, in their own task, never in the reader.
-        let _permit = if runtime_owned { None } else { shared.permits.acquire().await.ok() };
+    async move {
+        let _permit = if permit { shared.permits.acquire().await.ok() } else { None };
         let cx = Context::new(
             Cow::Borrowed(method.as_str()),
             Some(id.clone()),
@@ -177,7 +215,7 @@ fn spawn_request<G: Send + 'static>(
             Err(error) => shared.sink.send_error(Some(&id), &error),
         };
         drop(guard);
-    });
+    }
 }
 
 /// Starts the task that handles notifications strictly in arrival order.

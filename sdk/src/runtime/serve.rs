@@ -1,8 +1,10 @@
 //! The serve loop and its endings.
 //!
 //! * `shutdown` (answered by [`super::builtin`]) ends the serve loop: [`ServeEnd::Shutdown`].
-//! * The host is gone when stdin reaches EOF ([`ServeEnd::Eof`]) or writing stdout fails
-//!   (`EPIPE`: [`ServeEnd::HostGone`]); a stdio worker also stops on `SIGTERM` or `SIGINT`
+//! * The host is gone when stdin reaches EOF ([`ServeEnd::Eof`]) or when it closes its end of
+//!   stdout ([`ServeEnd::HostGone`]): a write that fails (`EPIPE`), or, for a stdio worker
+//!   whose stdout is a pipe or a socket, the closed end seen at once even while nothing is
+//!   written (the descriptor's error/hang-up event); a stdio worker also stops on `SIGTERM` or `SIGINT`
 //!   ([`ServeEnd::Signal`]), which is what it gets when its parent dies. Each of these runs
 //!   the same shutdown as the `shutdown` request, without an answer: every in-flight context
 //!   is cancelled at once, the provider's `shutdown` hook runs if listed, in-flight hooks get
@@ -25,6 +27,9 @@ use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::codec::{oversize_response, spawn_writer, FrameRef, LineReader, DEFAULT_FRAME_LIMIT};
 use super::dispatch::{dispatch_request, spawn_notification_task, DEFAULT_MAX_CONCURRENCY};
+use super::flow::{
+    Budget, Streams, DEFAULT_MAX_PENDING_REQUEST_BYTES, DEFAULT_MAX_PENDING_STREAM_BYTES,
+};
 use super::peer::{Peer, DEFAULT_HOST_CALL_TIMEOUT};
 use super::shared::{Handler, Shared};
 use super::woken::WokenOnly;
@@ -48,6 +53,14 @@ pub struct RuntimeConfig {
     pub host_call_timeout: Duration,
     /// After `shutdown`: how long cancelled in-flight hooks get to end ([`DEFAULT_SHUTDOWN_GRACE`]).
     pub shutdown_grace: Duration,
+    /// Params bytes of the requests held unanswered, per worker
+    /// ([`DEFAULT_MAX_PENDING_REQUEST_BYTES`]); a request past it is refused with `-32002`
+    /// (one request alone is always admitted).
+    pub max_pending_request_bytes: usize,
+    /// Params bytes of the input queued on one byte stream (`duplexChannelWrite`,
+    /// `loginPtyInput`; [`DEFAULT_MAX_PENDING_STREAM_BYTES`]); a write past it is refused with
+    /// `-32002` (one write alone is always admitted).
+    pub max_pending_stream_bytes: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -57,6 +70,8 @@ impl Default for RuntimeConfig {
             frame_limit: DEFAULT_FRAME_LIMIT,
             host_call_timeout: DEFAULT_HOST_CALL_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            max_pending_request_bytes: DEFAULT_MAX_PENDING_REQUEST_BYTES,
+            max_pending_stream_bytes: DEFAULT_MAX_PENDING_STREAM_BYTES,
         }
     }
 }
@@ -70,7 +85,8 @@ pub enum ServeEnd {
     /// Stdin reached EOF: the host is gone. In-flight calls were cancelled and given the
     /// shutdown grace.
     Eof,
-    /// Writing stdout failed (`EPIPE`): the host is gone. As for [`ServeEnd::Eof`].
+    /// The host closed its end of stdout (a write failed with `EPIPE`, or the closed end was
+    /// seen while idle): the host is gone. As for [`ServeEnd::Eof`].
     HostGone,
     /// The stop signal (`SIGTERM`/`SIGINT` for a stdio worker) arrived. As for
     /// [`ServeEnd::Eof`].
@@ -122,27 +138,30 @@ where
 }
 
 /// Resolves with the first of the endings other than EOF: `shutdown` answered (`stopped`
-/// turns true), the stop signal, or output failed.
+/// turns true), an outside ending (`outside`: the stop signal, or the host closing its end of
+/// the output while nothing is being written), or output failed.
 async fn endings(
     mut stopped: watch::Receiver<bool>,
-    stop_signal: impl std::future::Future<Output = ()>,
+    outside: impl std::future::Future<Output = ServeEnd>,
     sink: super::codec::FrameSink,
 ) -> ServeEnd {
     tokio::select! {
         biased;
         _ = stopped.wait_for(|s| *s) => ServeEnd::Shutdown,
-        () = stop_signal => ServeEnd::Signal,
+        end = outside => end,
         () = sink.closed() => ServeEnd::HostGone,
     }
 }
 
-/// [`serve`], also ending ([`ServeEnd::Signal`]) when `stop_signal` completes.
+/// [`serve`], also ending when `outside` completes, with the ending it gives
+/// ([`ServeEnd::Signal`] for the stop signal, [`ServeEnd::HostGone`] when the host closed its
+/// end of the output).
 pub(crate) async fn serve_until<R, W>(
     handler: Arc<dyn Handler>,
     config: RuntimeConfig,
     reader: R,
     writer: W,
-    stop_signal: impl std::future::Future<Output = ()>,
+    outside: impl std::future::Future<Output = ServeEnd>,
 ) -> io::Result<ServeEnd>
 where
     R: AsyncRead + Unpin + Send,
@@ -158,6 +177,8 @@ where
         peer: peer.clone(),
         cancel: CancellationSource::new(),
         permits: Arc::new(Semaphore::new(config.max_concurrency.max(1))),
+        budget: Budget::new(config.max_pending_request_bytes),
+        streams: Streams::new(config.max_pending_stream_bytes),
         initialized: false.into(),
         idle: idle.clone(),
         stop,
@@ -169,7 +190,7 @@ where
     // The endings other than EOF, looked at before every frame (a host whose frames are
     // always ready cannot hold them off), but polled only after one of their waiters woke:
     // polled with every frame, each waiter took its lock (see `woken`).
-    let mut ending = WokenOnly::new(endings(stopped, stop_signal, sink.clone()));
+    let mut ending = WokenOnly::new(endings(stopped, outside, sink.clone()));
     // A `shutdown` request was dispatched: whatever ends the loop after it, this is that
     // shutdown (its task runs the provider's hook, answers and stops).
     let mut shutdown_requested = false;

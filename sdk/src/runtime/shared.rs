@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::sync::{watch, Semaphore};
 
 use super::codec::FrameSink;
+use super::flow::{Budget, Streams};
 use super::peer::Peer;
 use super::result_json::ResultJson;
 use crate::context::{CancellationSource, Context};
@@ -53,6 +54,10 @@ pub(crate) struct Shared {
     pub peer: Arc<Peer>,
     pub cancel: CancellationSource,
     pub permits: Arc<Semaphore>,
+    /// The worker-wide bound on pending request bytes.
+    pub budget: Budget,
+    /// The input queues of byte streams.
+    pub streams: Streams,
     pub initialized: AtomicBool,
     /// Admission and the idle-sleep seal (see [`crate::idle`]).
     pub idle: Arc<IdleGate>,

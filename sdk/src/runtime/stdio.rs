@@ -23,7 +23,8 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::unix::pipe;
 use tokio::net::UnixStream;
 
@@ -128,6 +129,40 @@ impl ProtocolWriter {
             Kind::Other => Err(io::Error::other("not a pipe or a socket")),
         };
         Ok(fast.unwrap_or_else(|_| ProtocolWriter::File(tokio::fs::File::from_std(fallback))))
+    }
+}
+
+/// Resolves once the host has closed its end of the protocol output (`file`, the descriptor
+/// [`ProtocolWriter::new`] is given), seen without writing: a pipe's write end reports an
+/// error event once no reader is left, a socket a hang-up. Never resolves for anything else
+/// (a regular file, a tty), or when the descriptor cannot be watched; a failed write still
+/// ends the worker then.
+pub(crate) fn output_closed(file: &File) -> impl std::future::Future<Output = ()> + Send {
+    let watched = match kind(file) {
+        // A duplicate of the descriptor, registered on its own (epoll keys on the number).
+        Kind::Pipe | Kind::Socket => file.try_clone().ok().map(OwnedFd::from),
+        Kind::Other => None,
+    };
+    async move {
+        let interest = Interest::READABLE | Interest::ERROR;
+        // SAFETY: an OwnedFd is a valid open descriptor that stays open, and names the same
+        // file description, until the AsyncFd owning it is dropped.
+        let registered =
+            watched.and_then(|fd| unsafe { AsyncFd::register_with_interest(fd, interest) }.ok());
+        let Some(fd) = registered else {
+            return std::future::pending().await;
+        };
+        loop {
+            let Ok(mut guard) = fd.ready(interest).await else {
+                return std::future::pending().await;
+            };
+            let ready = guard.ready();
+            if ready.is_error() || ready.is_read_closed() || ready.is_write_closed() {
+                return;
+            }
+            // Bytes the host wrote to a socket it reads from: not an ending; wait on.
+            guard.clear_ready();
+        }
     }
 }
 
