@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use paperclip_sandbox_protocol::jsonrpc::{
     parse_line, trim_line, ErrorObject, FrameError, Id, Invocation, InvocationScope, Message,
-    Outcome, Request, Response,
+    Outcome, Request, Response, HOST_MAX_LINE_UNITS,
 };
 use paperclip_sandbox_protocol::methods::name;
 use serde_json::{json, Map, Value};
@@ -156,6 +156,8 @@ pub struct Seen {
     /// The probe's summary when `environmentProbe` answered `ok: false` (the backend is
     /// unreachable), so that later failures name the one root cause.
     pub backend_down: Option<String>,
+    /// stdout lines too long to keep: (session label, what was measured).
+    pub long_lines: Vec<(String, String)>,
 }
 
 /// [`Seen`], shared between sessions.
@@ -194,6 +196,18 @@ pub struct Session {
     stdout_closed: bool,
     observations: Observations,
     label: String,
+}
+
+/// The `id` of a JSON-RPC object from the first bytes of its line (an over-long line is not
+/// parsed whole): the value after the first top-level-looking `"id":`.
+fn leading_id(prefix: &str) -> Option<Id> {
+    let at = prefix.find("\"id\"")? + 4;
+    let rest = prefix[at..].trim_start().strip_prefix(':')?;
+    let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+    match values.next()?.ok()? {
+        v @ (Value::Number(_) | Value::String(_)) => serde_json::from_value(v).ok(),
+        _ => None,
+    }
 }
 
 fn loose(id: &Value) -> Option<String> {
@@ -393,11 +407,15 @@ impl Session {
                 self.handle_stdout(&bytes);
                 true
             }
-            Some(ProcEvent::Stderr(_)) => true,
+            Some(ProcEvent::LongLine { prefix, bytes, units }) => {
+                self.handle_long_line(&prefix, bytes, units);
+                true
+            }
             Some(ProcEvent::StdoutClosed) => {
                 self.stdout_closed = true;
                 true
             }
+            Some(_) => true,
             None => {
                 if Instant::now() < deadline {
                     // Both readers are gone; nothing will ever arrive.
@@ -445,6 +463,31 @@ impl Session {
                 params: n.params.unwrap_or(Value::Null),
                 invocation_id: n.invocation_id,
             }),
+        }
+    }
+
+    /// A stdout line too long to keep: the call it answers (its id is looked for in the first
+    /// bytes) gets a malformed answer naming the length; either way the run-wide observations
+    /// record it.
+    fn handle_long_line(&mut self, prefix: &[u8], bytes: usize, units: usize) {
+        let over_host = units > HOST_MAX_LINE_UNITS;
+        let detail = if over_host {
+            format!(
+                "a line of {bytes} bytes ({units} UTF-16 code units), over the host's limit of \
+                 {HOST_MAX_LINE_UNITS}: the host drops it unread and the call times out"
+            )
+        } else {
+            format!(
+                "a line of {bytes} bytes, longer than the {} bytes the harness keeps (no check asks \
+                 for output this large)",
+                crate::process::MAX_KEPT_LINE
+            )
+        };
+        self.observations.lock().long_lines.push((self.label.clone(), detail.clone()));
+        let text = String::from_utf8_lossy(prefix);
+        if let Some(id) = leading_id(&text).filter(|id| self.is_pending(id)) {
+            let line = format!("{}…", clip(&text));
+            self.answers.insert(id, Reply::Malformed { line, detail });
         }
     }
 

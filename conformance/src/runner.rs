@@ -2,11 +2,8 @@
 //! starts and initializes the main worker, runs every selected check with its gate and its
 //! ledger, writes failure transcripts, and builds the [`RunReport`].
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
@@ -99,48 +96,50 @@ pub fn find_manifest(text: &str) -> ManifestProbe {
     }
 }
 
+/// The most `<worker> --manifest` may print; past that the probe stops reading and fails.
+pub const MANIFEST_PROBE_MAX_BYTES: usize = 4 * 1024 * 1024;
+
 fn run_manifest_probe(options: &RunOptions, extra_args: &[&str]) -> ManifestProbe {
-    let c = &options.command;
-    let spawned = Command::new(&c.program)
-        .args(&c.args)
-        .args(extra_args)
-        .env_clear()
-        .envs(c.environment())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => return ManifestProbe::None(format!("cannot run `<worker> --manifest`: {e}")),
-    };
-    let Some(mut stdout) = child.stdout.take() else {
-        return ManifestProbe::None("no stdout".into());
-    };
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
+    use crate::process::{ProcEvent, WorkerProcess};
+    let mut command = options.command.clone();
+    command.args.extend(extra_args.iter().map(|a| (*a).to_owned()));
+    // Below a reaper like every worker: whatever the probe starts is ended with it, and its
+    // output is read line by line, bounded, until the probe process exits (not until end of
+    // file, which a descendant can hold off).
+    let mut probe =
+        match WorkerProcess::spawn(&command, crate::transcript::Transcript::new("manifest")) {
+            Ok(probe) => probe,
+            Err(e) => return ManifestProbe::None(format!("cannot run `<worker> --manifest`: {e}")),
+        };
+    probe.close_stdin();
     let deadline = Instant::now() + MANIFEST_PROBE_TIMEOUT;
-    let mut status = None;
-    while status.is_none() && Instant::now() < deadline {
-        // Unreaped until the group is signalled below: the pid stays the probe's.
-        status = i32::try_from(child.id()).ok().and_then(crate::process::exited_unreaped);
-        if status.is_none() {
-            std::thread::sleep(Duration::from_millis(5));
+    let mut text = String::new();
+    let mut too_long = None;
+    while let Some(event) = probe.next_event(deadline) {
+        match event {
+            ProcEvent::Stdout(line) if too_long.is_none() => {
+                text.push_str(&String::from_utf8_lossy(&line));
+                text.push('\n');
+            }
+            ProcEvent::LongLine { bytes, .. } => too_long = Some(bytes),
+            ProcEvent::StdoutClosed => break,
+            _ => {}
+        }
+        if too_long.is_none() && text.len() > MANIFEST_PROBE_MAX_BYTES {
+            too_long = Some(text.len());
+        }
+        if too_long.is_some() {
+            break;
         }
     }
-    if let Ok(pgid) = i32::try_from(child.id()) {
-        // The probe's own process group: nothing outside it is signalled.
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
+    let status = probe.try_wait();
+    drop(probe);
+    if let Some(bytes) = too_long {
+        return ManifestProbe::None(format!(
+            "`<worker> --manifest` printed more than {MANIFEST_PROBE_MAX_BYTES} bytes (at least \
+             {bytes}); the harness stopped reading and ended it"
+        ));
     }
-    let _ = child.wait();
-    let text = reader.join().unwrap_or_default();
     match status {
         Some(s) if s.success() => find_manifest(&text),
         Some(s) => ManifestProbe::None(format!("`<worker> --manifest` exited with {s}")),
@@ -601,6 +600,7 @@ fn run_checks(
 mod tests {
     use super::*;
     use crate::requirements::{requirement, Level};
+    use std::process::{Command, Stdio};
 
     #[test]
     fn the_manifest_is_found_among_banner_lines() {
