@@ -115,6 +115,11 @@ pub struct RunEnv {
     pub manifest_problem: Option<String>,
     /// The first non-JSON line `<worker> --manifest` printed around its manifest, if any.
     pub manifest_impure_line: Option<String>,
+    /// How much `<worker> --manifest` printed when it went past the probe's bound.
+    pub manifest_overflow: Option<usize>,
+    /// Processes `<worker> --manifest` left running after it exited (`pid "name"`; the harness
+    /// ended them).
+    pub manifest_leftovers: Vec<String>,
 }
 
 /// What initialize taught the harness about the worker.

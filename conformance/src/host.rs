@@ -26,6 +26,9 @@ use crate::transcript::Transcript;
 /// The published host's initialize timeout.
 pub const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// How many notifications one session keeps; later ones are counted (a flood).
+pub const MAX_NOTICES: usize = 20_000;
+
 /// The published host's default per-call timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -156,8 +159,11 @@ pub struct Seen {
     /// The probe's summary when `environmentProbe` answered `ok: false` (the backend is
     /// unreachable), so that later failures name the one root cause.
     pub backend_down: Option<String>,
-    /// stdout lines too long to keep: (session label, what was measured).
-    pub long_lines: Vec<(String, String)>,
+    /// stdout lines too long to keep: (session label, what was measured, over the host's
+    /// limit).
+    pub long_lines: Vec<(String, String, bool)>,
+    /// Floods the harness stopped keeping: (session label, what).
+    pub floods: Vec<(String, String)>,
 }
 
 /// [`Seen`], shared between sessions.
@@ -191,8 +197,9 @@ pub struct Session {
     answered_at: HashMap<Id, usize>,
     /// Responses that matched no unanswered request, in arrival order.
     pub strays: Vec<Stray>,
-    /// Notifications, in arrival order.
+    /// Notifications, in arrival order (the first [`MAX_NOTICES`]).
     pub notices: Vec<Notice>,
+    notices_dropped: u64,
     stdout_closed: bool,
     observations: Observations,
     label: String,
@@ -238,6 +245,7 @@ impl Session {
             answered_at: HashMap::new(),
             strays: vec![],
             notices: vec![],
+            notices_dropped: 0,
             stdout_closed: false,
             observations,
             label: label.to_owned(),
@@ -394,9 +402,11 @@ impl Session {
             if self.stdout_closed {
                 return Reply::Exited;
             }
-            if !self.pump(deadline) && Instant::now() >= deadline {
+            // The deadline holds also while events keep coming (a worker flooding frames).
+            if Instant::now() >= deadline {
                 return Reply::Timeout(timeout);
             }
+            self.pump(deadline);
         }
     }
 
@@ -436,9 +446,10 @@ impl Session {
             if done(self) {
                 return true;
             }
-            if self.stdout_closed || (!self.pump(deadline) && Instant::now() >= deadline) {
+            if self.stdout_closed || Instant::now() >= deadline {
                 return done(self);
             }
+            self.pump(deadline);
         }
     }
 
@@ -449,7 +460,10 @@ impl Session {
         }
         match parse_line(&line) {
             Err(FrameError::Parse(_)) => {
-                self.observations.lock().impure_lines.push((self.label.clone(), line));
+                let mut seen = self.observations.lock();
+                if seen.impure_lines.len() < MAX_NOTICES {
+                    seen.impure_lines.push((self.label.clone(), clip(&line)));
+                }
             }
             Err(FrameError::Invalid(invalid)) => {
                 if let Some(id) = invalid.id.filter(|id| self.is_pending(id)) {
@@ -458,11 +472,23 @@ impl Session {
             }
             Ok(Message::Response(response)) => self.handle_response(response, &line),
             Ok(Message::Request(request)) => self.serve(request),
-            Ok(Message::Notification(n)) => self.notices.push(Notice {
-                method: n.method,
-                params: n.params.unwrap_or(Value::Null),
-                invocation_id: n.invocation_id,
-            }),
+            Ok(Message::Notification(n)) if self.notices.len() < MAX_NOTICES => {
+                self.notices.push(Notice {
+                    method: n.method,
+                    params: n.params.unwrap_or(Value::Null),
+                    invocation_id: n.invocation_id,
+                })
+            }
+            Ok(Message::Notification(_)) => {
+                self.notices_dropped += 1;
+                if self.notices_dropped == 1 {
+                    let what = format!(
+                        "more than {MAX_NOTICES} notifications from one worker (the harness \
+                         keeps no more)"
+                    );
+                    self.observations.lock().floods.push((self.label.clone(), what));
+                }
+            }
         }
     }
 
@@ -483,7 +509,7 @@ impl Session {
                 crate::process::MAX_KEPT_LINE
             )
         };
-        self.observations.lock().long_lines.push((self.label.clone(), detail.clone()));
+        self.observations.lock().long_lines.push((self.label.clone(), detail.clone(), over_host));
         let text = String::from_utf8_lossy(prefix);
         if let Some(id) = leading_id(&text).filter(|id| self.is_pending(id)) {
             let line = format!("{}…", clip(&text));
@@ -499,11 +525,14 @@ impl Session {
         let pending = response.id.as_ref().filter(|id| self.is_pending(id)).cloned();
         let method = pending.as_ref().and_then(|id| self.sent.get(id).cloned());
         if let Outcome::Error(error) = &response.outcome {
-            self.observations.lock().errors.push(SeenError {
-                session: self.label.clone(),
-                method: method.clone(),
-                error: error.clone(),
-            });
+            let mut seen = self.observations.lock();
+            if seen.errors.len() < MAX_NOTICES {
+                seen.errors.push(SeenError {
+                    session: self.label.clone(),
+                    method: method.clone(),
+                    error: error.clone(),
+                });
+            }
         }
         match pending {
             Some(id) => {
@@ -515,11 +544,12 @@ impl Session {
                 self.answered_at.insert(id.clone(), self.notices.len());
                 self.answers.insert(id, reply);
             }
-            None => {
+            None if self.strays.len() < MAX_NOTICES => {
                 let value = serde_json::from_str(trim_line(line)).unwrap_or(Value::Null);
                 let id = value.get("id").cloned().unwrap_or(Value::Null);
                 self.strays.push(Stray { id, value });
             }
+            None => {}
         }
     }
 

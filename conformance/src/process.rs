@@ -24,6 +24,8 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use paperclip_sandbox_protocol::jsonrpc::HOST_MAX_LINE_UNITS;
+
 use crate::error::HarnessError;
 use crate::transcript::{Direction, Transcript};
 
@@ -93,7 +95,10 @@ pub const MAX_STDERR_LINE: usize = 64 * 1024;
 
 /// How many bytes of stdout lines may wait for the host side before the reader stops reading
 /// (the worker then blocks on its stdout, as it would with a host that reads slowly).
-const MAX_QUEUED_BYTES: usize = 2 * MAX_KEPT_LINE;
+const MAX_QUEUED_BYTES: usize = MAX_KEPT_LINE + 1024 * 1024;
+
+/// What one queued line costs besides its bytes (its allocation and the channel's slot).
+const QUEUED_LINE_OVERHEAD: usize = 96;
 
 /// How long a reader or the writer waits on its pipe before it looks at its stop flag.
 const PIPE_SLICE: Duration = Duration::from_millis(50);
@@ -153,6 +158,10 @@ struct Partial {
     kept: Vec<u8>,
     bytes: usize,
     units: usize,
+    /// A [`ProcEvent::LongLine`] already went out for this line while it grew.
+    reported: bool,
+    /// One went out after it passed the host's line limit.
+    over_host: bool,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -182,10 +191,11 @@ fn spawn_reader(
                 prefix.truncate(LONG_LINE_PREFIX);
                 ProcEvent::LongLine { prefix, bytes: line.bytes, units: line.units }
             };
-            let size = match &event {
-                ProcEvent::Stdout(b) => b.len(),
-                _ => LONG_LINE_PREFIX,
-            };
+            let size = QUEUED_LINE_OVERHEAD
+                + match &event {
+                    ProcEvent::Stdout(b) => b.len(),
+                    _ => LONG_LINE_PREFIX,
+                };
             // Back-pressure: wait while the host side has much unread (bounded by the stop flag).
             while queued.load(Ordering::Acquire) > MAX_QUEUED_BYTES && !stop.load(Ordering::Acquire)
             {
@@ -230,6 +240,22 @@ fn spawn_reader(
                 line.kept.extend_from_slice(&part[..part.len().min(room)]);
                 if ended {
                     emit(std::mem::take(&mut line), &mut listening);
+                } else if dir == Direction::Recv
+                    && ((!line.reported && line.bytes > keep)
+                        || (line.reported && !line.over_host && line.units > HOST_MAX_LINE_UNITS))
+                {
+                    line.over_host = line.units > HOST_MAX_LINE_UNITS;
+                    // A line that may never end (an endless line) is reported as soon as it
+                    // is too long to keep, so the call waiting for it fails now, not at its
+                    // timeout; its final length is reported when it ends.
+                    line.reported = true;
+                    let prefix = line.kept[..LONG_LINE_PREFIX.min(line.kept.len())].to_vec();
+                    let event =
+                        ProcEvent::LongLine { prefix, bytes: line.bytes, units: line.units };
+                    queued.fetch_add(LONG_LINE_PREFIX + QUEUED_LINE_OVERHEAD, Ordering::AcqRel);
+                    if listening && tx.send(event).is_err() {
+                        listening = false;
+                    }
                 }
                 data = rest;
             }
@@ -395,8 +421,8 @@ impl WorkerProcess {
             match self.events.recv_timeout(slice) {
                 Ok(event) => {
                     let size = match &event {
-                        ProcEvent::Stdout(b) => b.len(),
-                        ProcEvent::LongLine { .. } => LONG_LINE_PREFIX,
+                        ProcEvent::Stdout(b) => b.len() + QUEUED_LINE_OVERHEAD,
+                        ProcEvent::LongLine { .. } => LONG_LINE_PREFIX + QUEUED_LINE_OVERHEAD,
                         _ => 0,
                     };
                     self.queued.fetch_sub(size, Ordering::AcqRel);
@@ -625,6 +651,11 @@ mod tests {
         let script = "head -c 40000000 /dev/zero | tr '\\0' 'a'; echo; echo '{}'";
         let mut p = WorkerProcess::spawn(&sh(script), t.clone()).unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
+        // Reported once while it grows past what is kept, then with its final length.
+        match p.next_event(deadline) {
+            Some(ProcEvent::LongLine { bytes, .. }) => assert!(bytes > MAX_KEPT_LINE),
+            other => panic!("{other:?}"),
+        }
         match p.next_event(deadline) {
             Some(ProcEvent::LongLine { prefix, bytes, units }) => {
                 assert_eq!(bytes, 40_000_000);

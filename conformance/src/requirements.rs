@@ -64,6 +64,7 @@ pub const REQUIREMENTS: &[Requirement] = &[
     req("WIRE-METHOD-2", Must, "A known method without a hook gets -32004 (the upstream SDK says `<method> is not implemented by this plugin`; another message is noted, not failed).", "@paperclipai/plugin-sdk protocol.ts (PLUGIN_RPC_ERROR_CODES); @paperclipai/plugin-sdk worker-rpc-host"),
     req("WIRE-FRAME-1", Must, "An oversize line gets an error answer or is ignored, and the worker keeps serving.", "@paperclipai/plugin-sdk worker-rpc-host (line reader)"),
     req("WIRE-STDOUT-1", Must, "stdout carries only protocol lines, over the whole life of the worker.", "PLUGIN_SPEC.md (worker processes); @paperclipai/plugin-sdk worker-rpc-host"),
+    req("WIRE-BOUND-1", Must, "The worker's output stays within what the host takes: no stdout line over the host's line limit, no flood of frames or of stderr, and a bounded `--manifest` output.", "@paperclipai/plugin-sdk worker-rpc-host; plugin-worker-manager (MAX_WORKER_MESSAGE_CHARS)"),
     req("INIT-1", Must, "initialize is answered within 15 s with `ok: true`.", "@paperclipai/plugin-sdk protocol.ts (initialize); @paperclipai/plugin-sdk worker-rpc-host"),
     req("INIT-2", Must, "`supportedMethods` is an array of strings.", "SANDBOX_PROVIDER_CAPABILITIES.md, \"The capabilities and their worker-method prerequisites\""),
     req("INIT-3", Must, "A second initialize on the same worker is answered with an error.", "@paperclipai/plugin-sdk worker-rpc-host (initialize)"),

@@ -45,6 +45,9 @@ pub enum ManifestProbe {
     },
     /// Nothing usable; why.
     None(String),
+    /// More output than [`MANIFEST_PROBE_MAX_BYTES`]: how much had been read when the probe
+    /// was ended.
+    Overflow(usize),
 }
 
 /// Asks the worker for its manifest: first `<worker> --manifest --profile <profile>` (the SDK's
@@ -53,11 +56,25 @@ pub enum ManifestProbe {
 /// one JSON object; when other lines surround it (a banner), the object is still found and the
 /// impurity reported.
 pub fn manifest_from_worker(options: &RunOptions) -> ManifestProbe {
+    probe_manifest(options, &mut vec![])
+}
+
+/// [`manifest_from_worker`], also collecting the processes a probe left running (the harness
+/// ends them) into `leftovers`.
+fn probe_manifest(options: &RunOptions, leftovers: &mut Vec<String>) -> ManifestProbe {
     let profile = options.profile.as_str();
-    match run_manifest_probe(options, &["--manifest", "--profile", profile]) {
-        ManifestProbe::None(_) => run_manifest_probe(options, &["--manifest"]),
+    match run_manifest_probe(options, &["--manifest", "--profile", profile], leftovers) {
+        ManifestProbe::None(_) => run_manifest_probe(options, &["--manifest"], leftovers),
         found => found,
     }
+}
+
+/// Why an over-long `--manifest` output was not used.
+fn overflow_problem(bytes: usize) -> String {
+    format!(
+        "`<worker> --manifest` printed more than {MANIFEST_PROBE_MAX_BYTES} bytes (at least \
+         {bytes}); the harness stopped reading and ended it"
+    )
 }
 
 /// Finds the manifest object in `--manifest` output: the whole text, else the first line (or
@@ -99,7 +116,11 @@ pub fn find_manifest(text: &str) -> ManifestProbe {
 /// The most `<worker> --manifest` may print; past that the probe stops reading and fails.
 pub const MANIFEST_PROBE_MAX_BYTES: usize = 4 * 1024 * 1024;
 
-fn run_manifest_probe(options: &RunOptions, extra_args: &[&str]) -> ManifestProbe {
+fn run_manifest_probe(
+    options: &RunOptions,
+    extra_args: &[&str],
+    leftovers: &mut Vec<String>,
+) -> ManifestProbe {
     use crate::process::{ProcEvent, WorkerProcess};
     let mut command = options.command.clone();
     command.args.extend(extra_args.iter().map(|a| (*a).to_owned()));
@@ -132,13 +153,15 @@ fn run_manifest_probe(options: &RunOptions, extra_args: &[&str]) -> ManifestProb
             break;
         }
     }
-    let status = probe.try_wait();
+    // End of output comes a moment before the reaper reports the exit.
+    let status = probe.wait_exit(deadline.saturating_duration_since(Instant::now()));
+    if status.is_some() {
+        leftovers
+            .extend(probe.descendants().into_iter().map(|(pid, name)| format!("{pid} {name:?}")));
+    }
     drop(probe);
     if let Some(bytes) = too_long {
-        return ManifestProbe::None(format!(
-            "`<worker> --manifest` printed more than {MANIFEST_PROBE_MAX_BYTES} bytes (at least \
-             {bytes}); the harness stopped reading and ended it"
-        ));
+        return ManifestProbe::Overflow(bytes);
     }
     match status {
         Some(s) if s.success() => find_manifest(&text),
@@ -151,11 +174,13 @@ fn run_manifest_probe(options: &RunOptions, extra_args: &[&str]) -> ManifestProb
 pub fn prepare(options: RunOptions) -> Result<RunEnv, HarnessError> {
     let mut manifest_problem = None;
     let mut manifest_impure_line = None;
+    let mut manifest_overflow = None;
+    let mut manifest_leftovers = vec![];
     let (manifest, manifest_source) = match &options.manifest_path {
         Some(path) => (Some(read_json(path)?), path.display().to_string()),
         None => {
             let source = format!("`{} --manifest`", options.command.display());
-            match manifest_from_worker(&options) {
+            match probe_manifest(&options, &mut manifest_leftovers) {
                 ManifestProbe::Found(m) => (Some(m), source),
                 ManifestProbe::Impure { manifest, first_line } => {
                     manifest_impure_line = Some(first_line.clone());
@@ -164,6 +189,14 @@ pub fn prepare(options: RunOptions) -> Result<RunEnv, HarnessError> {
                          the manifest object was found among the lines and used"
                     ));
                     (Some(manifest), format!("{source} (impure stdout)"))
+                }
+                ManifestProbe::Overflow(bytes) => {
+                    manifest_overflow = Some(bytes);
+                    manifest_problem = Some(format!(
+                        "{}; pass --manifest FILE, or make `<worker> --manifest` print it",
+                        overflow_problem(bytes)
+                    ));
+                    (None, "none".into())
                 }
                 ManifestProbe::None(why) => {
                     manifest_problem = Some(format!(
@@ -251,6 +284,8 @@ pub fn prepare(options: RunOptions) -> Result<RunEnv, HarnessError> {
         acquire_overrides,
         manifest_problem,
         manifest_impure_line,
+        manifest_overflow,
+        manifest_leftovers,
     })
 }
 
@@ -499,6 +534,12 @@ impl Run<'_> {
         }
         outcome.duration_ms =
             u64::try_from(check_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        // Worker text is data in every report (human, JUnit, JSON): escaped and bounded here.
+        use crate::report::safe;
+        outcome.expected = safe::opt(&outcome.expected);
+        outcome.actual = safe::opt(&outcome.actual);
+        outcome.skip_reason = safe::opt(&outcome.skip_reason);
+        outcome.notes = outcome.notes.iter().map(|n| safe::text(n)).collect();
         Ok(outcome)
     }
 }
@@ -562,7 +603,7 @@ fn run_checks(
     let mut report = empty_report(&env.options);
     report.driver = env.driver_key.clone();
     report.manifest_source = env.manifest_source.clone();
-    report.manifest_problem = env.manifest_problem.clone();
+    report.manifest_problem = crate::report::safe::opt(&env.manifest_problem);
     report.supported_methods = facts.supported.clone();
     report.effective_capabilities = facts.effective.iter().map(|c| c.key().to_owned()).collect();
     let ledger_selected = selected.iter().any(|c| c.id == LEDGER_CHECK);

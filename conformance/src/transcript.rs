@@ -17,7 +17,7 @@ const KEPT_PREFIX: usize = 256;
 
 /// How many bytes of stdin and stdout lines one transcript stores; past that, lines are
 /// counted, not stored (a worker that floods frames cannot grow the harness without bound).
-pub const MAX_STORED_FRAME_BYTES: usize = 32 * 1024 * 1024;
+pub const MAX_STORED_FRAME_BYTES: usize = 16 * 1024 * 1024;
 
 /// How many bytes of stderr lines one transcript stores from the start of the worker's life;
 /// past that only a tail of [`STDERR_TAIL_BYTES`] is kept.
@@ -25,6 +25,9 @@ pub const MAX_STORED_STDERR_BYTES: usize = 256 * 1024;
 
 /// How many bytes of the latest stderr lines are kept once [`MAX_STORED_STDERR_BYTES`] is used.
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
+
+/// What one stored entry costs besides its text (the entry and its allocation), in the budgets.
+const ENTRY_OVERHEAD: usize = 96;
 
 /// What a transcript counts (besides what it stores).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -126,7 +129,7 @@ impl Transcript {
         } else {
             (String::from_utf8_lossy(bytes).into_owned(), None)
         };
-        let cost = line.len() + 64;
+        let cost = line.len() + ENTRY_OVERHEAD;
         let mut store = self.lock();
         let i = slot(dir);
         store.volume.lines[i] += 1;
@@ -147,7 +150,7 @@ impl Transcript {
             store.tail.push_back(entry);
             while store.tail_bytes > STDERR_TAIL_BYTES {
                 match store.tail.pop_front() {
-                    Some(old) => store.tail_bytes -= old.line.len() + 64,
+                    Some(old) => store.tail_bytes -= old.line.len() + ENTRY_OVERHEAD,
                     None => break,
                 }
             }
@@ -227,7 +230,7 @@ mod tests {
         assert!(v.dropped[2] > 0);
         let tail = t.stderr_tail();
         assert_eq!(tail.last().unwrap().line, "the last words");
-        let tail_bytes: usize = tail.iter().map(|e| e.line.len() + 64).sum();
+        let tail_bytes: usize = tail.iter().map(|e| e.line.len() + ENTRY_OVERHEAD).sum();
         assert!(tail_bytes <= STDERR_TAIL_BYTES);
         let frame = vec![b'f'; 60 * 1024];
         for _ in 0..(MAX_STORED_FRAME_BYTES / frame.len() + 10) {

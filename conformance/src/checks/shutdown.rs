@@ -154,6 +154,17 @@ fn quoted(name: &str) -> String {
 /// survivors: the worker's own process group, and the command itself, through the wire.
 pub fn no_orphans(ctx: &mut Ctx<'_>) -> CheckResult {
     let limit = ctx.env.options.shutdown_timeout;
+    if !ctx.env.manifest_leftovers.is_empty() {
+        return Err(fail(
+            "no process that `<worker> --manifest` started is alive after it exits",
+            format!(
+                "`<worker> --manifest` left {} process(es) running after it exited: {} (the \
+                 harness ended them)",
+                ctx.env.manifest_leftovers.len(),
+                ctx.env.manifest_leftovers.join(", ")
+            ),
+        ));
+    }
     let mut s = ctx.spawn_initialized("orphans")?;
     let pgid = s.process().pid();
     let heartbeat = if ctx.facts.advertises(name::ENVIRONMENT_ACQUIRE_LEASE)
