@@ -544,6 +544,84 @@ impl Run<'_> {
     }
 }
 
+/// The first check (in registry order) that may run beside others: the checks before it open
+/// the run (manifest, handshake, framing on the main worker, the lease-opening lifecycle) and
+/// gate the rest.
+const FIRST_PARALLEL: &str = "execute.exit-code";
+
+/// Splits `selected` (in registry order) into the checks that run first, one after another;
+/// the independent checks that may run at once (each acquires its own lease); and the run-wide
+/// checks judged last, one after another.
+fn phases(
+    selected: &[&'static Check],
+) -> (Vec<&'static Check>, Vec<&'static Check>, Vec<&'static Check>) {
+    let position = |id: &str| all().position(|c| c.id == id).expect("a registered check");
+    let (first, last) = (position(FIRST_PARALLEL), position(LEDGER_CHECK));
+    let mut out = (vec![], vec![], vec![]);
+    for check in selected {
+        let at = position(check.id);
+        if at < first {
+            out.0.push(*check);
+        } else if at < last {
+            out.1.push(*check);
+        } else {
+            out.2.push(*check);
+        }
+    }
+    out
+}
+
+/// Runs `checks` on `run.env.options.jobs` lanes at once: lane 0 on the run's main worker, every
+/// other lane on a main worker of its own (started and initialized here, shut down at the end).
+/// A lane takes the next check not yet taken; outcomes come back in `checks` order, so a report
+/// reads the same as with `--jobs 1`.
+fn run_parallel(
+    run: &mut Run<'_>,
+    checks: Vec<&'static Check>,
+    earlier: &[CheckOutcome],
+    done_before: usize,
+    progress: &(dyn Fn(usize, &CheckOutcome) + Sync),
+) -> Result<Vec<CheckOutcome>, HarnessError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let finished = AtomicUsize::new(done_before);
+    let results: Mutex<Vec<Option<Result<CheckOutcome, HarnessError>>>> =
+        Mutex::new((0..checks.len()).map(|_| None).collect());
+    let lanes = run.env.options.jobs.min(checks.len());
+    let (env, facts, observations, ledger) = (run.env, run.facts, run.observations, run.ledger);
+    let work = |lane: &mut Run<'_>| loop {
+        let i = next.fetch_add(1, Ordering::AcqRel);
+        let Some(check) = checks.get(i) else { return };
+        let outcome = lane.judge(check, earlier);
+        if let Ok(o) = &outcome {
+            progress(finished.fetch_add(1, Ordering::AcqRel) + 1, o);
+        }
+        results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(outcome);
+    };
+    std::thread::scope(|scope| {
+        for n in 1..lanes {
+            let work = &work;
+            scope.spawn(move || {
+                let label = format!("main-{}", n + 1);
+                let Ok((main, lane_facts)) = start_main(env, observations, &label) else { return };
+                if !lane_facts.initialized() {
+                    return;
+                }
+                let mut lane =
+                    Run { env, facts, observations, ledger, main: Some(main), pool: vec![] };
+                work(&mut lane);
+                if let Some(mut m) = lane.main.take() {
+                    m.session.shutdown(TEARDOWN_GRACE);
+                }
+            });
+        }
+        work(run);
+    });
+    let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    results.into_iter().map(|r| r.expect("every check was taken by a lane")).collect()
+}
+
 /// The id of the check that sweeps and judges the lease ledger at the end of a run.
 const LEDGER_CHECK: &str = "ledger.clean";
 
@@ -608,11 +686,25 @@ fn run_checks(
     report.effective_capabilities = facts.effective.iter().map(|c| c.key().to_owned()).collect();
     let ledger_selected = selected.iter().any(|c| c.id == LEDGER_CHECK);
     let total = selected.len();
-    for (i, check) in selected.iter().enumerate() {
-        let outcome = run.judge(check, &report.checks)?;
+    let (serial_head, parallel, serial_tail) = phases(selected);
+    let progress = |i: usize, outcome: &CheckOutcome| {
         if env.options.progress {
-            eprintln!("{}", human::progress_line(i + 1, total, &outcome));
+            eprintln!("{}", human::progress_line(i, total, outcome));
         }
+    };
+    for check in serial_head.iter().chain(parallel.iter().take_while(|_| env.options.jobs <= 1)) {
+        let outcome = run.judge(check, &report.checks)?;
+        progress(report.checks.len() + 1, &outcome);
+        report.checks.push(outcome);
+    }
+    if env.options.jobs > 1 && !parallel.is_empty() {
+        let outcomes =
+            run_parallel(&mut run, parallel, &report.checks, report.checks.len(), &progress)?;
+        report.checks.extend(outcomes);
+    }
+    for check in serial_tail {
+        let outcome = run.judge(check, &report.checks)?;
+        progress(report.checks.len() + 1, &outcome);
         report.checks.push(outcome);
     }
     // Leases were created but `ledger.clean` was filtered out: it still ends them and judges.
