@@ -35,6 +35,7 @@ pub mod concurrent;
 pub mod data;
 pub mod data_report;
 pub mod datapath;
+pub mod harness;
 pub mod lease;
 pub mod measure;
 pub mod report;
@@ -249,7 +250,11 @@ pub fn run(cfg: &Config) -> io::Result<()> {
         workers::PROVIDER_PACKAGE,
         workers::BENCH_PACKAGE
     );
-    let exes = workers::build_release(&[workers::PROVIDER_PACKAGE, workers::BENCH_PACKAGE])?;
+    let exes = workers::build_release(&[
+        workers::PROVIDER_PACKAGE,
+        workers::BENCH_PACKAGE,
+        harness::HARNESS_PACKAGE,
+    ])?;
     let exe = |name: &str| {
         exes.get(name).cloned().ok_or_else(|| io::Error::other(format!("cargo built no `{name}`")))
     };
@@ -266,6 +271,16 @@ pub fn run(cfg: &Config) -> io::Result<()> {
     let data_subjects = data_subjects(&provider.spec, official.as_ref().ok().map(|s| &s.spec));
 
     let only = std::env::var(ONLY_ENV).unwrap_or_default();
+    if only.is_empty() || only == "harness" {
+        let line =
+            harness::line(&exe(harness::HARNESS_BIN)?, &exe(workers::PROVIDER_BIN)?, &lease_root);
+        println!("{line}\n");
+    }
+    if only == "harness" {
+        let _ = std::fs::remove_dir_all(&lease_root);
+        println!("total bench time {:.1} s", started.elapsed().as_secs_f64());
+        return Ok(());
+    }
     if only != "data" {
         control_path(cfg, provider, echo, official, &lease_root);
     }
@@ -284,7 +299,7 @@ pub fn run(cfg: &Config) -> io::Result<()> {
     Ok(())
 }
 
-/// Set to `control` or `data` to run only that part of the benchmark.
+/// Set to `control`, `data` or `harness` to run only that part of the benchmark.
 pub const ONLY_ENV: &str = "PAPERCLIP_BENCH_ONLY";
 
 /// The control path: the three workers' table and ratios.

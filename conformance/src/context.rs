@@ -55,6 +55,15 @@ pub struct RunOptions {
     pub acquire_params_path: Option<PathBuf>,
     /// `--require-cli`: the CLIs the operator's runs need on the sandbox's PATH.
     pub required_clis: Vec<String>,
+    /// `--jobs`: how many checks run at once, each on a worker of its own (1: one after
+    /// another, on one main worker); [`default_jobs`] when not given.
+    pub jobs: usize,
+}
+
+/// The default `--jobs`: the machine's cores, at most 4, so that the worker under test (and
+/// its sandboxes) is not overloaded.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4)
 }
 
 impl RunOptions {
@@ -77,6 +86,7 @@ impl RunOptions {
             progress: true,
             acquire_params_path: None,
             required_clis: vec![],
+            jobs: default_jobs(),
         }
     }
 }
@@ -115,6 +125,11 @@ pub struct RunEnv {
     pub manifest_problem: Option<String>,
     /// The first non-JSON line `<worker> --manifest` printed around its manifest, if any.
     pub manifest_impure_line: Option<String>,
+    /// How much `<worker> --manifest` printed when it went past the probe's bound.
+    pub manifest_overflow: Option<usize>,
+    /// Processes `<worker> --manifest` left running after it exited (`pid "name"`; the harness
+    /// ended them).
+    pub manifest_leftovers: Vec<String>,
 }
 
 /// What initialize taught the harness about the worker.

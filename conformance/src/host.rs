@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use paperclip_sandbox_protocol::jsonrpc::{
     parse_line, trim_line, ErrorObject, FrameError, Id, Invocation, InvocationScope, Message,
-    Outcome, Request, Response,
+    Outcome, Request, Response, HOST_MAX_LINE_UNITS,
 };
 use paperclip_sandbox_protocol::methods::name;
 use serde_json::{json, Map, Value};
@@ -25,6 +25,9 @@ use crate::transcript::Transcript;
 
 /// The published host's initialize timeout.
 pub const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How many notifications one session keeps; later ones are counted (a flood).
+pub const MAX_NOTICES: usize = 20_000;
 
 /// The published host's default per-call timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -156,6 +159,11 @@ pub struct Seen {
     /// The probe's summary when `environmentProbe` answered `ok: false` (the backend is
     /// unreachable), so that later failures name the one root cause.
     pub backend_down: Option<String>,
+    /// stdout lines too long to keep: (session label, what was measured, over the host's
+    /// limit).
+    pub long_lines: Vec<(String, String, bool)>,
+    /// Floods the harness stopped keeping: (session label, what).
+    pub floods: Vec<(String, String)>,
 }
 
 /// [`Seen`], shared between sessions.
@@ -189,11 +197,24 @@ pub struct Session {
     answered_at: HashMap<Id, usize>,
     /// Responses that matched no unanswered request, in arrival order.
     pub strays: Vec<Stray>,
-    /// Notifications, in arrival order.
+    /// Notifications, in arrival order (the first [`MAX_NOTICES`]).
     pub notices: Vec<Notice>,
+    notices_dropped: u64,
     stdout_closed: bool,
     observations: Observations,
     label: String,
+}
+
+/// The `id` of a JSON-RPC object from the first bytes of its line (an over-long line is not
+/// parsed whole): the value after the first top-level-looking `"id":`.
+fn leading_id(prefix: &str) -> Option<Id> {
+    let at = prefix.find("\"id\"")? + 4;
+    let rest = prefix[at..].trim_start().strip_prefix(':')?;
+    let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+    match values.next()?.ok()? {
+        v @ (Value::Number(_) | Value::String(_)) => serde_json::from_value(v).ok(),
+        _ => None,
+    }
 }
 
 fn loose(id: &Value) -> Option<String> {
@@ -224,6 +245,7 @@ impl Session {
             answered_at: HashMap::new(),
             strays: vec![],
             notices: vec![],
+            notices_dropped: 0,
             stdout_closed: false,
             observations,
             label: label.to_owned(),
@@ -380,9 +402,11 @@ impl Session {
             if self.stdout_closed {
                 return Reply::Exited;
             }
-            if !self.pump(deadline) && Instant::now() >= deadline {
+            // The deadline holds also while events keep coming (a worker flooding frames).
+            if Instant::now() >= deadline {
                 return Reply::Timeout(timeout);
             }
+            self.pump(deadline);
         }
     }
 
@@ -393,11 +417,15 @@ impl Session {
                 self.handle_stdout(&bytes);
                 true
             }
-            Some(ProcEvent::Stderr(_)) => true,
+            Some(ProcEvent::LongLine { prefix, bytes, units }) => {
+                self.handle_long_line(&prefix, bytes, units);
+                true
+            }
             Some(ProcEvent::StdoutClosed) => {
                 self.stdout_closed = true;
                 true
             }
+            Some(_) => true,
             None => {
                 if Instant::now() < deadline {
                     // Both readers are gone; nothing will ever arrive.
@@ -418,9 +446,10 @@ impl Session {
             if done(self) {
                 return true;
             }
-            if self.stdout_closed || (!self.pump(deadline) && Instant::now() >= deadline) {
+            if self.stdout_closed || Instant::now() >= deadline {
                 return done(self);
             }
+            self.pump(deadline);
         }
     }
 
@@ -431,7 +460,10 @@ impl Session {
         }
         match parse_line(&line) {
             Err(FrameError::Parse(_)) => {
-                self.observations.lock().impure_lines.push((self.label.clone(), line));
+                let mut seen = self.observations.lock();
+                if seen.impure_lines.len() < MAX_NOTICES {
+                    seen.impure_lines.push((self.label.clone(), clip(&line)));
+                }
             }
             Err(FrameError::Invalid(invalid)) => {
                 if let Some(id) = invalid.id.filter(|id| self.is_pending(id)) {
@@ -440,11 +472,48 @@ impl Session {
             }
             Ok(Message::Response(response)) => self.handle_response(response, &line),
             Ok(Message::Request(request)) => self.serve(request),
-            Ok(Message::Notification(n)) => self.notices.push(Notice {
-                method: n.method,
-                params: n.params.unwrap_or(Value::Null),
-                invocation_id: n.invocation_id,
-            }),
+            Ok(Message::Notification(n)) if self.notices.len() < MAX_NOTICES => {
+                self.notices.push(Notice {
+                    method: n.method,
+                    params: n.params.unwrap_or(Value::Null),
+                    invocation_id: n.invocation_id,
+                })
+            }
+            Ok(Message::Notification(_)) => {
+                self.notices_dropped += 1;
+                if self.notices_dropped == 1 {
+                    let what = format!(
+                        "more than {MAX_NOTICES} notifications from one worker (the harness \
+                         keeps no more)"
+                    );
+                    self.observations.lock().floods.push((self.label.clone(), what));
+                }
+            }
+        }
+    }
+
+    /// A stdout line too long to keep: the call it answers (its id is looked for in the first
+    /// bytes) gets a malformed answer naming the length; either way the run-wide observations
+    /// record it.
+    fn handle_long_line(&mut self, prefix: &[u8], bytes: usize, units: usize) {
+        let over_host = units > HOST_MAX_LINE_UNITS;
+        let detail = if over_host {
+            format!(
+                "a line of {bytes} bytes ({units} UTF-16 code units), over the host's limit of \
+                 {HOST_MAX_LINE_UNITS}: the host drops it unread and the call times out"
+            )
+        } else {
+            format!(
+                "a line of {bytes} bytes, longer than the {} bytes the harness keeps (no check asks \
+                 for output this large)",
+                crate::process::MAX_KEPT_LINE
+            )
+        };
+        self.observations.lock().long_lines.push((self.label.clone(), detail.clone(), over_host));
+        let text = String::from_utf8_lossy(prefix);
+        if let Some(id) = leading_id(&text).filter(|id| self.is_pending(id)) {
+            let line = format!("{}…", clip(&text));
+            self.answers.insert(id, Reply::Malformed { line, detail });
         }
     }
 
@@ -456,11 +525,14 @@ impl Session {
         let pending = response.id.as_ref().filter(|id| self.is_pending(id)).cloned();
         let method = pending.as_ref().and_then(|id| self.sent.get(id).cloned());
         if let Outcome::Error(error) = &response.outcome {
-            self.observations.lock().errors.push(SeenError {
-                session: self.label.clone(),
-                method: method.clone(),
-                error: error.clone(),
-            });
+            let mut seen = self.observations.lock();
+            if seen.errors.len() < MAX_NOTICES {
+                seen.errors.push(SeenError {
+                    session: self.label.clone(),
+                    method: method.clone(),
+                    error: error.clone(),
+                });
+            }
         }
         match pending {
             Some(id) => {
@@ -472,11 +544,12 @@ impl Session {
                 self.answered_at.insert(id.clone(), self.notices.len());
                 self.answers.insert(id, reply);
             }
-            None => {
+            None if self.strays.len() < MAX_NOTICES => {
                 let value = serde_json::from_str(trim_line(line)).unwrap_or(Value::Null);
                 let id = value.get("id").cloned().unwrap_or(Value::Null);
                 self.strays.push(Stray { id, value });
             }
+            None => {}
         }
     }
 

@@ -34,6 +34,7 @@ pub mod ids;
 pub mod ledger;
 pub mod package;
 pub mod process;
+mod reaper;
 pub mod registry;
 pub mod replay;
 pub mod report;

@@ -99,6 +99,7 @@ pub const CHECKS: &[Check] = &[
     // The run-wide checks: judged last, over every worker of the run.
     check("ledger.clean", "LEDGER-1", "every lease the run created is ended", Main, &[], ledger::clean),
     check("framing.stdout-purity", "WIRE-STDOUT-1", "only protocol lines on stdout, whole run", Offline, &[], framing::stdout_purity),
+    check("framing.bounded-output", "WIRE-BOUND-1", "no over-limit line, no flood of frames or stderr, bounded --manifest, whole run", Offline, &[], framing::bounded_output),
     check("envelopes.allowlisted", "ENV-ALLOW-1", "error.data only allowlisted envelopes, whole run", Offline, &[], envelopes::allowlisted),
     check("secrets.no-leak", "SECRET-1", "planted secrets never echoed, whole run", Offline, &[], envelopes::no_secret_leak),
 ];

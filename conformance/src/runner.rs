@@ -2,11 +2,8 @@
 //! starts and initializes the main worker, runs every selected check with its gate and its
 //! ledger, writes failure transcripts, and builds the [`RunReport`].
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
@@ -48,6 +45,9 @@ pub enum ManifestProbe {
     },
     /// Nothing usable; why.
     None(String),
+    /// More output than [`MANIFEST_PROBE_MAX_BYTES`]: how much had been read when the probe
+    /// was ended.
+    Overflow(usize),
 }
 
 /// Asks the worker for its manifest: first `<worker> --manifest --profile <profile>` (the SDK's
@@ -56,11 +56,25 @@ pub enum ManifestProbe {
 /// one JSON object; when other lines surround it (a banner), the object is still found and the
 /// impurity reported.
 pub fn manifest_from_worker(options: &RunOptions) -> ManifestProbe {
+    probe_manifest(options, &mut vec![])
+}
+
+/// [`manifest_from_worker`], also collecting the processes a probe left running (the harness
+/// ends them) into `leftovers`.
+fn probe_manifest(options: &RunOptions, leftovers: &mut Vec<String>) -> ManifestProbe {
     let profile = options.profile.as_str();
-    match run_manifest_probe(options, &["--manifest", "--profile", profile]) {
-        ManifestProbe::None(_) => run_manifest_probe(options, &["--manifest"]),
+    match run_manifest_probe(options, &["--manifest", "--profile", profile], leftovers) {
+        ManifestProbe::None(_) => run_manifest_probe(options, &["--manifest"], leftovers),
         found => found,
     }
+}
+
+/// Why an over-long `--manifest` output was not used.
+fn overflow_problem(bytes: usize) -> String {
+    format!(
+        "`<worker> --manifest` printed more than {MANIFEST_PROBE_MAX_BYTES} bytes (at least \
+         {bytes}); the harness stopped reading and ended it"
+    )
 }
 
 /// Finds the manifest object in `--manifest` output: the whole text, else the first line (or
@@ -99,48 +113,56 @@ pub fn find_manifest(text: &str) -> ManifestProbe {
     }
 }
 
-fn run_manifest_probe(options: &RunOptions, extra_args: &[&str]) -> ManifestProbe {
-    let c = &options.command;
-    let spawned = Command::new(&c.program)
-        .args(&c.args)
-        .args(extra_args)
-        .env_clear()
-        .envs(c.environment())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => return ManifestProbe::None(format!("cannot run `<worker> --manifest`: {e}")),
-    };
-    let Some(mut stdout) = child.stdout.take() else {
-        return ManifestProbe::None("no stdout".into());
-    };
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
+/// The most `<worker> --manifest` may print; past that the probe stops reading and fails.
+pub const MANIFEST_PROBE_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+fn run_manifest_probe(
+    options: &RunOptions,
+    extra_args: &[&str],
+    leftovers: &mut Vec<String>,
+) -> ManifestProbe {
+    use crate::process::{ProcEvent, WorkerProcess};
+    let mut command = options.command.clone();
+    command.args.extend(extra_args.iter().map(|a| (*a).to_owned()));
+    // Below a reaper like every worker: whatever the probe starts is ended with it, and its
+    // output is read line by line, bounded, until the probe process exits (not until end of
+    // file, which a descendant can hold off).
+    let mut probe =
+        match WorkerProcess::spawn(&command, crate::transcript::Transcript::new("manifest")) {
+            Ok(probe) => probe,
+            Err(e) => return ManifestProbe::None(format!("cannot run `<worker> --manifest`: {e}")),
+        };
+    probe.close_stdin();
     let deadline = Instant::now() + MANIFEST_PROBE_TIMEOUT;
-    let mut status = None;
-    while status.is_none() && Instant::now() < deadline {
-        // Unreaped until the group is signalled below: the pid stays the probe's.
-        status = i32::try_from(child.id()).ok().and_then(crate::process::exited_unreaped);
-        if status.is_none() {
-            std::thread::sleep(Duration::from_millis(5));
+    let mut text = String::new();
+    let mut too_long = None;
+    while let Some(event) = probe.next_event(deadline) {
+        match event {
+            ProcEvent::Stdout(line) if too_long.is_none() => {
+                text.push_str(&String::from_utf8_lossy(&line));
+                text.push('\n');
+            }
+            ProcEvent::LongLine { bytes, .. } => too_long = Some(bytes),
+            ProcEvent::StdoutClosed => break,
+            _ => {}
+        }
+        if too_long.is_none() && text.len() > MANIFEST_PROBE_MAX_BYTES {
+            too_long = Some(text.len());
+        }
+        if too_long.is_some() {
+            break;
         }
     }
-    if let Ok(pgid) = i32::try_from(child.id()) {
-        // The probe's own process group: nothing outside it is signalled.
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
+    // End of output comes a moment before the reaper reports the exit.
+    let status = probe.wait_exit(deadline.saturating_duration_since(Instant::now()));
+    if status.is_some() {
+        leftovers
+            .extend(probe.descendants().into_iter().map(|(pid, name)| format!("{pid} {name:?}")));
     }
-    let _ = child.wait();
-    let text = reader.join().unwrap_or_default();
+    drop(probe);
+    if let Some(bytes) = too_long {
+        return ManifestProbe::Overflow(bytes);
+    }
     match status {
         Some(s) if s.success() => find_manifest(&text),
         Some(s) => ManifestProbe::None(format!("`<worker> --manifest` exited with {s}")),
@@ -152,11 +174,13 @@ fn run_manifest_probe(options: &RunOptions, extra_args: &[&str]) -> ManifestProb
 pub fn prepare(options: RunOptions) -> Result<RunEnv, HarnessError> {
     let mut manifest_problem = None;
     let mut manifest_impure_line = None;
+    let mut manifest_overflow = None;
+    let mut manifest_leftovers = vec![];
     let (manifest, manifest_source) = match &options.manifest_path {
         Some(path) => (Some(read_json(path)?), path.display().to_string()),
         None => {
             let source = format!("`{} --manifest`", options.command.display());
-            match manifest_from_worker(&options) {
+            match probe_manifest(&options, &mut manifest_leftovers) {
                 ManifestProbe::Found(m) => (Some(m), source),
                 ManifestProbe::Impure { manifest, first_line } => {
                     manifest_impure_line = Some(first_line.clone());
@@ -165,6 +189,14 @@ pub fn prepare(options: RunOptions) -> Result<RunEnv, HarnessError> {
                          the manifest object was found among the lines and used"
                     ));
                     (Some(manifest), format!("{source} (impure stdout)"))
+                }
+                ManifestProbe::Overflow(bytes) => {
+                    manifest_overflow = Some(bytes);
+                    manifest_problem = Some(format!(
+                        "{}; pass --manifest FILE, or make `<worker> --manifest` print it",
+                        overflow_problem(bytes)
+                    ));
+                    (None, "none".into())
                 }
                 ManifestProbe::None(why) => {
                     manifest_problem = Some(format!(
@@ -252,6 +284,8 @@ pub fn prepare(options: RunOptions) -> Result<RunEnv, HarnessError> {
         acquire_overrides,
         manifest_problem,
         manifest_impure_line,
+        manifest_overflow,
+        manifest_leftovers,
     })
 }
 
@@ -500,8 +534,92 @@ impl Run<'_> {
         }
         outcome.duration_ms =
             u64::try_from(check_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        // Worker text is data in every report (human, JUnit, JSON): escaped and bounded here.
+        use crate::report::safe;
+        outcome.expected = safe::opt(&outcome.expected);
+        outcome.actual = safe::opt(&outcome.actual);
+        outcome.skip_reason = safe::opt(&outcome.skip_reason);
+        outcome.notes = outcome.notes.iter().map(|n| safe::text(n)).collect();
         Ok(outcome)
     }
+}
+
+/// The first check (in registry order) that may run beside others: the checks before it open
+/// the run (manifest, handshake, framing on the main worker, the lease-opening lifecycle) and
+/// gate the rest.
+const FIRST_PARALLEL: &str = "execute.exit-code";
+
+/// Splits `selected` (in registry order) into the checks that run first, one after another;
+/// the independent checks that may run at once (each acquires its own lease); and the run-wide
+/// checks judged last, one after another.
+fn phases(
+    selected: &[&'static Check],
+) -> (Vec<&'static Check>, Vec<&'static Check>, Vec<&'static Check>) {
+    let position = |id: &str| all().position(|c| c.id == id).expect("a registered check");
+    let (first, last) = (position(FIRST_PARALLEL), position(LEDGER_CHECK));
+    let mut out = (vec![], vec![], vec![]);
+    for check in selected {
+        let at = position(check.id);
+        if at < first {
+            out.0.push(*check);
+        } else if at < last {
+            out.1.push(*check);
+        } else {
+            out.2.push(*check);
+        }
+    }
+    out
+}
+
+/// Runs `checks` on `run.env.options.jobs` lanes at once: lane 0 on the run's main worker, every
+/// other lane on a main worker of its own (started and initialized here, shut down at the end).
+/// A lane takes the next check not yet taken; outcomes come back in `checks` order, so a report
+/// reads the same as with `--jobs 1`.
+fn run_parallel(
+    run: &mut Run<'_>,
+    checks: Vec<&'static Check>,
+    earlier: &[CheckOutcome],
+    done_before: usize,
+    progress: &(dyn Fn(usize, &CheckOutcome) + Sync),
+) -> Result<Vec<CheckOutcome>, HarnessError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let finished = AtomicUsize::new(done_before);
+    let results: Mutex<Vec<Option<Result<CheckOutcome, HarnessError>>>> =
+        Mutex::new((0..checks.len()).map(|_| None).collect());
+    let lanes = run.env.options.jobs.min(checks.len());
+    let (env, facts, observations, ledger) = (run.env, run.facts, run.observations, run.ledger);
+    let work = |lane: &mut Run<'_>| loop {
+        let i = next.fetch_add(1, Ordering::AcqRel);
+        let Some(check) = checks.get(i) else { return };
+        let outcome = lane.judge(check, earlier);
+        if let Ok(o) = &outcome {
+            progress(finished.fetch_add(1, Ordering::AcqRel) + 1, o);
+        }
+        results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(outcome);
+    };
+    std::thread::scope(|scope| {
+        for n in 1..lanes {
+            let work = &work;
+            scope.spawn(move || {
+                let label = format!("main-{}", n + 1);
+                let Ok((main, lane_facts)) = start_main(env, observations, &label) else { return };
+                if !lane_facts.initialized() {
+                    return;
+                }
+                let mut lane =
+                    Run { env, facts, observations, ledger, main: Some(main), pool: vec![] };
+                work(&mut lane);
+                if let Some(mut m) = lane.main.take() {
+                    m.session.shutdown(TEARDOWN_GRACE);
+                }
+            });
+        }
+        work(run);
+    });
+    let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    results.into_iter().map(|r| r.expect("every check was taken by a lane")).collect()
 }
 
 /// The id of the check that sweeps and judges the lease ledger at the end of a run.
@@ -563,16 +681,30 @@ fn run_checks(
     let mut report = empty_report(&env.options);
     report.driver = env.driver_key.clone();
     report.manifest_source = env.manifest_source.clone();
-    report.manifest_problem = env.manifest_problem.clone();
+    report.manifest_problem = crate::report::safe::opt(&env.manifest_problem);
     report.supported_methods = facts.supported.clone();
     report.effective_capabilities = facts.effective.iter().map(|c| c.key().to_owned()).collect();
     let ledger_selected = selected.iter().any(|c| c.id == LEDGER_CHECK);
     let total = selected.len();
-    for (i, check) in selected.iter().enumerate() {
-        let outcome = run.judge(check, &report.checks)?;
+    let (serial_head, parallel, serial_tail) = phases(selected);
+    let progress = |i: usize, outcome: &CheckOutcome| {
         if env.options.progress {
-            eprintln!("{}", human::progress_line(i + 1, total, &outcome));
+            eprintln!("{}", human::progress_line(i, total, outcome));
         }
+    };
+    for check in serial_head.iter().chain(parallel.iter().take_while(|_| env.options.jobs <= 1)) {
+        let outcome = run.judge(check, &report.checks)?;
+        progress(report.checks.len() + 1, &outcome);
+        report.checks.push(outcome);
+    }
+    if env.options.jobs > 1 && !parallel.is_empty() {
+        let outcomes =
+            run_parallel(&mut run, parallel, &report.checks, report.checks.len(), &progress)?;
+        report.checks.extend(outcomes);
+    }
+    for check in serial_tail {
+        let outcome = run.judge(check, &report.checks)?;
+        progress(report.checks.len() + 1, &outcome);
         report.checks.push(outcome);
     }
     // Leases were created but `ledger.clean` was filtered out: it still ends them and judges.
@@ -601,6 +733,7 @@ fn run_checks(
 mod tests {
     use super::*;
     use crate::requirements::{requirement, Level};
+    use std::process::{Command, Stdio};
 
     #[test]
     fn the_manifest_is_found_among_banner_lines() {

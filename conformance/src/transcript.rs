@@ -15,6 +15,48 @@ pub const MAX_STORED_LINE: usize = 64 * 1024;
 /// How many leading bytes of an over-long line are kept.
 const KEPT_PREFIX: usize = 256;
 
+/// How many bytes of stdin and stdout lines one transcript stores; past that, lines are
+/// counted, not stored (a worker that floods frames cannot grow the harness without bound).
+pub const MAX_STORED_FRAME_BYTES: usize = 16 * 1024 * 1024;
+
+/// How many bytes of stderr lines one transcript stores from the start of the worker's life;
+/// past that only a tail of [`STDERR_TAIL_BYTES`] is kept.
+pub const MAX_STORED_STDERR_BYTES: usize = 256 * 1024;
+
+/// How many bytes of the latest stderr lines are kept once [`MAX_STORED_STDERR_BYTES`] is used.
+pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
+
+/// What one stored entry costs besides its text (the entry and its allocation), in the budgets.
+const ENTRY_OVERHEAD: usize = 96;
+
+/// What a transcript counts (besides what it stores).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Volume {
+    /// Lines that arrived, per direction (send, recv, stderr).
+    pub lines: [u64; 3],
+    /// Bytes that arrived, per direction.
+    pub bytes: [u64; 3],
+    /// Lines not stored because a budget was spent, per direction.
+    pub dropped: [u64; 3],
+}
+
+fn slot(dir: Direction) -> usize {
+    match dir {
+        Direction::Send => 0,
+        Direction::Recv => 1,
+        Direction::Stderr => 2,
+    }
+}
+
+#[derive(Debug, Default)]
+struct Store {
+    entries: Vec<Entry>,
+    stored: [usize; 3],
+    volume: Volume,
+    tail: std::collections::VecDeque<Entry>,
+    tail_bytes: usize,
+}
+
 /// Which way a line travelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -51,7 +93,7 @@ impl Entry {
 /// A shared, append-only transcript of one worker process.
 #[derive(Debug, Clone)]
 pub struct Transcript {
-    inner: Arc<Mutex<Vec<Entry>>>,
+    inner: Arc<Mutex<Store>>,
     started: Instant,
     label: Arc<str>,
 }
@@ -67,25 +109,68 @@ impl Transcript {
         &self.label
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<Entry>> {
+    fn lock(&self) -> MutexGuard<'_, Store> {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Records one line (without its `\n`; a trailing `\r` is kept).
     pub fn record(&self, dir: Direction, bytes: &[u8]) {
+        self.record_long(dir, bytes, bytes.len());
+    }
+
+    /// Records one line of which only `bytes` (a prefix) was kept; `total` is its full length.
+    /// Stdin and stdout lines are stored until [`MAX_STORED_FRAME_BYTES`] is used; stderr lines
+    /// until [`MAX_STORED_STDERR_BYTES`], then as a moving tail ([`Transcript::stderr_tail`]).
+    pub fn record_long(&self, dir: Direction, bytes: &[u8], total: usize) {
         let t_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (line, elided_bytes) = if bytes.len() > MAX_STORED_LINE {
-            let prefix = String::from_utf8_lossy(&bytes[..KEPT_PREFIX]).into_owned();
-            (prefix, Some(bytes.len()))
+        let (line, elided_bytes) = if total > MAX_STORED_LINE || bytes.len() < total {
+            let kept = &bytes[..bytes.len().min(KEPT_PREFIX)];
+            (String::from_utf8_lossy(kept).into_owned(), Some(total))
         } else {
             (String::from_utf8_lossy(bytes).into_owned(), None)
         };
-        self.lock().push(Entry { dir, t_ms, line, elided_bytes });
+        let cost = line.len() + ENTRY_OVERHEAD;
+        let mut store = self.lock();
+        let i = slot(dir);
+        store.volume.lines[i] += 1;
+        store.volume.bytes[i] += total as u64;
+        let budget = match dir {
+            Direction::Stderr => MAX_STORED_STDERR_BYTES,
+            _ => MAX_STORED_FRAME_BYTES,
+        };
+        let entry = Entry { dir, t_ms, line, elided_bytes };
+        if store.volume.dropped[i] == 0 && store.stored[i] + cost <= budget {
+            store.stored[i] += cost;
+            store.entries.push(entry);
+            return;
+        }
+        store.volume.dropped[i] += 1;
+        if dir == Direction::Stderr {
+            store.tail_bytes += cost;
+            store.tail.push_back(entry);
+            while store.tail_bytes > STDERR_TAIL_BYTES {
+                match store.tail.pop_front() {
+                    Some(old) => store.tail_bytes -= old.line.len() + ENTRY_OVERHEAD,
+                    None => break,
+                }
+            }
+        }
+    }
+
+    /// What arrived, stored or not.
+    pub fn volume(&self) -> Volume {
+        self.lock().volume.clone()
+    }
+
+    /// The latest stderr lines that came after the stored ones (empty while every stderr line
+    /// is stored).
+    pub fn stderr_tail(&self) -> Vec<Entry> {
+        self.lock().tail.iter().cloned().collect()
     }
 
     /// The number of entries so far (a position to slice from later).
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().entries.len()
     }
 
     /// True when nothing was recorded yet.
@@ -95,14 +180,16 @@ impl Transcript {
 
     /// A copy of the entries in `from..to` (clamped to the current length).
     pub fn slice(&self, from: usize, to: usize) -> Vec<Entry> {
-        let entries = self.lock();
+        let store = self.lock();
+        let entries = &store.entries;
         let to = to.min(entries.len());
         entries[from.min(to)..to].to_vec()
     }
 
-    /// A copy of every entry.
+    /// A copy of every stored entry, then the stderr tail (if any).
     pub fn entries(&self) -> Vec<Entry> {
-        self.lock().clone()
+        let store = self.lock();
+        store.entries.iter().chain(store.tail.iter()).cloned().collect()
     }
 }
 
@@ -127,5 +214,31 @@ mod tests {
         let text: String = entries.iter().map(|e| e.to_json() + "\n").collect();
         assert_eq!(parse_artifact(&text).unwrap(), entries);
         assert_eq!(t.slice(1, 10).len(), 1);
+    }
+
+    #[test]
+    fn floods_are_counted_not_stored_and_stderr_keeps_a_tail() {
+        let t = Transcript::new("t");
+        let line = vec![b'y'; 1000];
+        let n = 2 * MAX_STORED_STDERR_BYTES / 1000;
+        for _ in 0..n {
+            t.record(Direction::Stderr, &line);
+        }
+        t.record(Direction::Stderr, b"the last words");
+        let v = t.volume();
+        assert_eq!(v.lines[2], n as u64 + 1);
+        assert!(v.dropped[2] > 0);
+        let tail = t.stderr_tail();
+        assert_eq!(tail.last().unwrap().line, "the last words");
+        let tail_bytes: usize = tail.iter().map(|e| e.line.len() + ENTRY_OVERHEAD).sum();
+        assert!(tail_bytes <= STDERR_TAIL_BYTES);
+        let frame = vec![b'f'; 60 * 1024];
+        for _ in 0..(MAX_STORED_FRAME_BYTES / frame.len() + 10) {
+            t.record(Direction::Recv, &frame);
+        }
+        let stored: usize =
+            t.entries().iter().filter(|e| e.dir == Direction::Recv).map(|e| e.line.len()).sum();
+        assert!(stored <= MAX_STORED_FRAME_BYTES);
+        assert!(t.volume().dropped[1] >= 10);
     }
 }

@@ -146,6 +146,11 @@ fails_exactly! {
     duplex_output_lost: HandWritten("duplex-loses-data.cjs") => ["newer.duplex-roundtrip"];
     newest_method_answered_unknown: HandWritten("newest-method-unknown.cjs") => ["newer.not-implemented"];
     login_terminal_without_an_exit: HandWritten("login-pty-no-exit.cjs") => ["newer.login-pty"];
+    // Defects real providers had that the harness once passed.
+    timeout_ends_only_the_direct_child: HandWritten("timeout-kills-only-child.cjs")
+        => ["execute.timeout"];
+    a_destroyed_lease_answers_commands_as_failed: HandWritten("gone-lease-as-failed-command.cjs")
+        => ["lifecycle.destroy-idempotent"];
 }
 
 /// `-32004` with a message of its own is what the host needs: the check passes and notes the

@@ -173,29 +173,49 @@ pub fn cwd(ctx: &mut Ctx<'_>) -> CheckResult {
 }
 
 /// EXEC-6: `timeoutMs` ends the command with `timedOut: true`, and a follow-up execute shows
-/// that it really stopped (its heartbeat file no longer grows).
+/// that it really stopped: neither its own heartbeat file nor the one of a process it started
+/// (a tool, an MCP server) grows any more. Ending only the command's direct child leaves the
+/// second one beating.
 pub fn timeout(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = lease(ctx)?;
     let beat = format!("pcconf-heartbeat-{}", crate::ids::hex(8));
-    let script = format!("while :; do printf x >> {beat}; sleep 0.2; done");
+    let child = format!("{beat}-child");
+    // The child's loop is a separate `sh` started by the command (a descendant, in the same
+    // process group), the command's own loop runs in the direct child.
+    let script = format!(
+        "sh -c 'while :; do printf x >> {child}; sleep 0.05; done' & \
+         while :; do printf x >> {beat}; sleep 0.05; done"
+    );
     let started = Instant::now();
     let r = ctx.exec(&lease, &Exec::sh(script).timeout(1000))?;
     expect_fields(&r, &[("timedOut", json!(true))])?;
     let answered = started.elapsed();
-    let follow = format!("a=$(wc -c < {beat}); sleep 1.5; b=$(wc -c < {beat}); echo \"$a $b\"");
+    let follow = format!(
+        "a=$(wc -c < {beat}); c=$(wc -c < {child} 2>/dev/null || echo 0); sleep 0.4; \
+         b=$(wc -c < {beat}); d=$(wc -c < {child} 2>/dev/null || echo 0); echo \"$a $b $c $d\""
+    );
     let out = run_ok(ctx, &lease, Exec::sh(follow), "the follow-up execute")?;
     let sizes: Vec<&str> = out.split_whitespace().collect();
     match sizes.as_slice() {
-        [a, b] if a == b => Ok(()),
-        [a, b] => Err(fail(
+        [a, b, c, d] if a == b && c == d => Ok(()),
+        [a, b, _, _] if a != b => Err(fail(
             "after the `timedOut` answer the command has stopped (its heartbeat file stops growing)",
             format!(
-                "the heartbeat grew from {a} to {b} bytes in 1.5 s, {} ms after the answer: the \
+                "the heartbeat grew from {a} to {b} bytes in 0.4 s, {} ms after the answer: the \
                  timed-out command is still running in the sandbox",
                 answered.as_millis()
             ),
         )),
-        _ => Err(fail("two byte counts from the follow-up execute", clip(&out))),
+        [_, _, c, d] => Err(fail(
+            "after the `timedOut` answer every process the command started has stopped too \
+             (end the command's process group or tree, not only its direct child)",
+            format!(
+                "the heartbeat of a process the command started grew from {c} to {d} bytes in \
+                 0.4 s, {} ms after the answer: only the command itself was ended",
+                answered.as_millis()
+            ),
+        )),
+        _ => Err(fail("four byte counts from the follow-up execute", clip(&out))),
     }
 }
 
@@ -366,32 +386,40 @@ pub fn incremental_output(ctx: &mut Ctx<'_>) -> CheckResult {
 /// ([`hostmodel::control_long_on_session`]).
 pub fn control_commands(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = lease(ctx)?;
-    let mut long = Exec::sh("sleep 4; printf long").timeout(30_000);
+    // The long command runs until the harness releases it (at most about 5 s): a control
+    // command that waits behind it is answered only after that limit.
+    let tag = crate::ids::hex(8);
+    let (started_file, release) = (format!("pcconf-long-{tag}"), format!("pcconf-release-{tag}"));
+    let mut long = Exec::sh(format!(
+        ": > {started_file}; i=0; while [ ! -e {release} ] && [ $i -lt 250 ]; do sleep 0.02; \
+         i=$((i+1)); done; printf long"
+    ))
+    .timeout(30_000);
     if hostmodel::control_long_on_session(ctx.facts) {
         long = long.on_session();
     }
     let long_params = long.params(ctx.facts, &lease, ctx.lease_params(&lease));
-    let control = Exec::sh("printf control").timeout(20_000);
+    // The control command starts once the long one has (the host's bridge starts before it
+    // sends control execs), and gives up waiting after about 5 s.
+    let control = Exec::sh(format!(
+        "i=0; while [ ! -e {started_file} ] && [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done; \
+         printf control"
+    ))
+    .timeout(20_000);
     let control_params = control.params(ctx.facts, &lease, ctx.lease_params(&lease));
+    let releaser = Exec::sh(format!(": > {release}")).timeout(20_000);
+    let release_params = releaser.params(ctx.facts, &lease, ctx.lease_params(&lease));
     let timeout = ctx.env.session.call_timeout;
     let s = ctx.session();
     let (long_id, _) = s.start_call(name::ENVIRONMENT_EXECUTE, long_params);
-    // Let the long command start, as the host's bridge starts before it sends control execs.
-    let settle = Instant::now() + Duration::from_millis(500);
-    s.pump_until(settle, |s| s.notices_before_answer(&long_id).is_some());
-    let long_done_early = s.notices_before_answer(&long_id).is_some();
     let started = Instant::now();
     let (control_id, _) = s.start_call(name::ENVIRONMENT_EXECUTE, control_params);
     let control_reply = s.await_reply(&control_id, timeout);
     let took = started.elapsed();
     let long_first = s.notices_before_answer(&long_id).is_some();
+    let (release_id, _) = s.start_call(name::ENVIRONMENT_EXECUTE, release_params);
     let long_reply = s.await_reply(&long_id, timeout);
-    if long_done_early {
-        return Err(fail(
-            "the long command (`sleep 4`) still runs when the control command is sent",
-            format!("it was answered within 500 ms: {}", long_reply.describe()),
-        ));
-    }
+    let _ = s.await_reply(&release_id, timeout);
     match &control_reply {
         Reply::Result(v) if stdout(v) == "control" => {}
         other => return Err(fail("the control command answers `control`", other.describe())),

@@ -227,6 +227,57 @@ pub fn stdout_purity(ctx: &mut Ctx<'_>) -> CheckResult {
     }
 }
 
+/// More stdout than this from one worker in a run is a flood (the largest exchange a check
+/// asks for is a few MiB).
+pub const STDOUT_FLOOD_BYTES: u64 = 256 * 1024 * 1024;
+
+/// More stderr than this from one worker in a run is a flood.
+pub const STDERR_FLOOD_BYTES: u64 = 64 * 1024 * 1024;
+
+/// WIRE-BOUND-1: whole run. Lines over the host's line limit, floods of frames or stderr, an
+/// over-long `--manifest` output.
+pub fn bounded_output(ctx: &mut Ctx<'_>) -> CheckResult {
+    let mut problems = vec![];
+    if let Some(bytes) = ctx.env.manifest_overflow {
+        problems.push(format!(
+            "`<worker> --manifest` printed more than {} bytes (at least {bytes}) without ending",
+            crate::runner::MANIFEST_PROBE_MAX_BYTES
+        ));
+    }
+    let seen = ctx.observations.lock();
+    if let Some((session, detail, _)) = seen.long_lines.iter().find(|(_, _, over)| *over) {
+        problems.push(format!("the {session} worker wrote {detail}"));
+    }
+    for (session, what) in seen.floods.iter().take(3) {
+        problems.push(format!("the {session} worker sent {what}"));
+    }
+    for t in &seen.transcripts {
+        let v = t.volume();
+        if v.bytes[1] > STDOUT_FLOOD_BYTES {
+            problems.push(format!(
+                "the {} worker wrote {} bytes ({} lines) on stdout, over {STDOUT_FLOOD_BYTES}",
+                t.label(),
+                v.bytes[1],
+                v.lines[1]
+            ));
+        }
+        if v.bytes[2] > STDERR_FLOOD_BYTES {
+            problems.push(format!(
+                "the {} worker wrote {} bytes ({} lines) on stderr, over {STDERR_FLOOD_BYTES} \
+                 (the host copies every stderr line into its log)",
+                t.label(),
+                v.bytes[2],
+                v.lines[2]
+            ));
+        }
+    }
+    crate::context::no_problems(
+        &problems,
+        "stdout lines within the host's limit, no flood of frames or stderr, a bounded \
+         `--manifest` output",
+    )
+}
+
 /// True when a line is a protocol frame (used by replay to tell frames from noise).
 pub fn is_frame(line: &str) -> bool {
     matches!(

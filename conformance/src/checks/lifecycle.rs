@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use paperclip_sandbox_protocol::envelope::accept_termination_receipt;
 
 use crate::context::{fail, CheckResult, Ctx};
-use crate::host::clip;
+use crate::host::{clip, Reply};
 use crate::hostmodel::{self, Exec};
 use crate::ledger::Lease;
 
@@ -193,10 +193,21 @@ pub fn destroy_idempotent(ctx: &mut Ctx<'_>) -> CheckResult {
     // A second destroy may answer `{state: "destroyed"}` without naming the lease (D.6).
     let id_ok = second.get("providerLeaseId").is_none_or(|v| v.as_str() == Some(lease.id.as_str()));
     let state_ok = second.get("state").is_none_or(|v| v == "destroyed");
-    if second.is_null() || (second.is_object() && id_ok && state_ok) {
-        Ok(())
-    } else {
-        Err(fail("second destroy: null or {state: \"destroyed\"}", show(&second)))
+    if !(second.is_null() || (second.is_object() && id_ok && state_ok)) {
+        return Err(fail("second destroy: null or {state: \"destroyed\"}", show(&second)));
+    }
+    if !ctx.facts.advertises(name::ENVIRONMENT_EXECUTE) {
+        return Ok(());
+    }
+    // A command on the destroyed lease: an error, never a command result (the host would take
+    // a sandbox that is gone for a command that failed, and go on using it).
+    let params = Exec::sh("true").params(ctx.facts, &lease, ctx.lease_params(&lease));
+    match ctx.session().call(name::ENVIRONMENT_EXECUTE, params) {
+        Reply::Result(v) => Err(fail(
+            "environmentExecute on a destroyed lease answers an error",
+            format!("a command result: {}", show(&v)),
+        )),
+        _ => Ok(()),
     }
 }
 

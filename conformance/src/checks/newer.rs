@@ -94,9 +94,18 @@ pub fn seal(ctx: &mut Ctx<'_>) -> CheckResult {
 /// IDLE-BUSY-1: while a command runs, `prepareIdleSleep` never answers `none`.
 pub fn busy(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = execute::lease(ctx)?;
-    // The command as the host sends it (the lease's remote cwd, `bypassSession`).
+    // The command as the host sends it (the lease's remote cwd, `bypassSession`). It runs until
+    // the harness releases it, at most about 3 s.
+    let release = format!("pcconf-busy-{}", crate::ids::hex(8));
+    let script =
+        format!("i=0; while [ ! -e {release} ] && [ $i -lt 150 ]; do sleep 0.02; i=$((i+1)); done");
     let params =
-        Exec::sh("sleep 2").timeout(20_000).params(ctx.facts, &lease, ctx.lease_params(&lease));
+        Exec::sh(script).timeout(20_000).params(ctx.facts, &lease, ctx.lease_params(&lease));
+    let release_params = Exec::sh(format!(": > {release}")).timeout(20_000).params(
+        ctx.facts,
+        &lease,
+        ctx.lease_params(&lease),
+    );
     let s = ctx.session();
     let id = s.next_id();
     let request = Request {
@@ -108,12 +117,14 @@ pub fn busy(ctx: &mut Ctx<'_>) -> CheckResult {
     };
     s.expect_id(id.clone(), name::ENVIRONMENT_EXECUTE);
     s.send_raw(Message::from(request).to_line().into_bytes());
-    s.pump_until(Instant::now() + Duration::from_millis(500), |_| false);
+    // The request is in the worker's hands once anything it sends after it arrives: a ping.
+    let _ = s.call(name::HEALTH, json!({}));
     let owner = format!("pcconf-{}", crate::ids::hex(8));
     let verdict = prepare(s, &hold(&owner));
     if verdict.as_deref() == Ok("none") {
         let _ = s.call(name::RELEASE_IDLE_SLEEP, json!({"ownerId": owner}));
     }
+    let _ = s.call(name::ENVIRONMENT_EXECUTE, release_params);
     let _ = s.await_reply(&id, Duration::from_secs(30));
     match verdict? {
         v if v == "none" => Err(fail(

@@ -1,12 +1,13 @@
 //! Shutdown checks, each on a fresh worker: exit after `shutdown`, exit on stdin end of file,
 //! and nothing the worker started outlives it.
 //!
-//! `shutdown.no-orphans` judges the worker's own process group on this machine (asked of the
-//! kernel, never by scanning a process table), and a command it was running at shutdown
-//! through the wire: the command appends to a heartbeat file in its lease, and after the
-//! worker exits a follow-up execute (on the main worker) shows whether the file still grows.
-//! That works the same for a local, a containerized and a remote sandbox, and the harness
-//! never signals anything outside the worker's own process group.
+//! `shutdown.no-orphans` judges every process the worker started on this machine, in its
+//! process group or not (the worker runs below its own subreaper, so a process that left its
+//! group or session is still found, and only the worker's own tree is ever read or signalled),
+//! and a command it was running at shutdown through the wire: the command appends to a
+//! heartbeat file in its lease, and after the worker exits a follow-up execute (on the main
+//! worker) shows whether the file still grows. That works the same for a local, a
+//! containerized and a remote sandbox.
 
 use std::time::{Duration, Instant};
 
@@ -65,21 +66,34 @@ fn start_heartbeat(ctx: &mut Ctx<'_>, s: &mut Session) -> Option<Heartbeat> {
         crate::ids::hex(8)
     );
     // The heartbeat ends itself: when the harness creates its stop file (through the wire,
-    // once judged) and at the latest after 1,500 beats (about 5 minutes), so that a command
+    // once judged) and at the latest after 6,000 beats (about 5 minutes), so that a command
     // that did outlive its worker does not outlive the run for long, wherever it runs.
     let script = format!(
-        "i=0; while [ $i -lt 1500 ] && [ ! -e {stop} ]; do printf x >> {p}; sleep 0.2; i=$((i+1)); done",
+        "i=0; while [ $i -lt 6000 ] && [ ! -e {stop} ]; do printf x >> {p}; sleep {BEAT}; i=$((i+1)); done",
         stop = quote(&stop_file(&path)),
         p = quote(&path)
     );
     let params =
         Exec::sh(script).timeout(300_000).params(ctx.facts, &lease, ctx.lease_params(&lease));
     let _ = s.start_call(name::ENVIRONMENT_EXECUTE, params);
-    // Give the command time to start and beat a few times.
-    let until = Instant::now() + Duration::from_millis(1200);
-    s.pump_until(until, |_| false);
+    // Wait for the first beat (the event the old fixed wait stood for), through the fresh
+    // worker's own lease; a worker that runs one command at a time answers after its limit.
+    let first = format!(
+        "i=0; while [ ! -s {p} ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done",
+        p = quote(&path)
+    );
+    let params =
+        Exec::sh(first).timeout(20_000).params(ctx.facts, &lease, ctx.lease_params(&lease));
+    let id = s.next_id();
+    let _ = s.call_with(id, name::ENVIRONMENT_EXECUTE, params, true, Duration::from_secs(20));
     Some(Heartbeat { lease, path })
 }
+
+/// The heartbeat's interval, in seconds (as `sleep` takes it).
+const BEAT: &str = "0.05";
+
+/// How long the follow-up execute watches the heartbeat file, in seconds: several beats.
+const WATCH: &str = "0.4";
 
 /// The file whose existence ends the heartbeat command.
 fn stop_file(heartbeat: &str) -> String {
@@ -114,7 +128,7 @@ fn still_beating(ctx: &mut Ctx<'_>, beat: &Heartbeat) -> Result<Option<(u64, u64
     let p = quote(&beat.path);
     let stop = quote(&stop_file(&beat.path));
     let script = format!(
-        "a=$(wc -c < {p} 2>/dev/null || echo 0); sleep 1.5; b=$(wc -c < {p} 2>/dev/null || echo 0); : > {stop}; echo \"$a $b\""
+        "a=$(wc -c < {p} 2>/dev/null || echo 0); sleep {WATCH}; b=$(wc -c < {p} 2>/dev/null || echo 0); : > {stop}; echo \"$a $b\""
     );
     let Ok(r) = ctx.exec(&beat.lease, &Exec::sh(script)) else { return Ok(None) };
     let out = r.get("stdout").and_then(|v| v.as_str()).unwrap_or_default();
@@ -125,10 +139,32 @@ fn still_beating(ctx: &mut Ctx<'_>, beat: &Heartbeat) -> Result<Option<(u64, u64
     }
 }
 
+/// The process group of `pid` (a process of the worker's own tree).
+fn process_group(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// A process name as data: quoted, with anything unprintable escaped.
+fn quoted(name: &str) -> String {
+    format!("{:?}", crate::host::clip(name))
+}
+
 /// SHUT-3: shut a worker down while a command it started is still running, then look for
 /// survivors: the worker's own process group, and the command itself, through the wire.
 pub fn no_orphans(ctx: &mut Ctx<'_>) -> CheckResult {
     let limit = ctx.env.options.shutdown_timeout;
+    if !ctx.env.manifest_leftovers.is_empty() {
+        return Err(fail(
+            "no process that `<worker> --manifest` started is alive after it exits",
+            format!(
+                "`<worker> --manifest` left {} process(es) running after it exited: {} (the \
+                 harness ended them)",
+                ctx.env.manifest_leftovers.len(),
+                ctx.env.manifest_leftovers.join(", ")
+            ),
+        ));
+    }
     let mut s = ctx.spawn_initialized("orphans")?;
     let pgid = s.process().pid();
     let heartbeat = if ctx.facts.advertises(name::ENVIRONMENT_ACQUIRE_LEASE)
@@ -152,19 +188,33 @@ pub fn no_orphans(ctx: &mut Ctx<'_>) -> CheckResult {
             "the worker did not exit on its own; see shutdown.on-request".into(),
         ));
     }
-    // Give children that are on their way out a moment to go.
+    // Give children that are on their way out a moment to go: the event waited for is the
+    // worker's tree becoming empty.
     let deadline = Instant::now() + Duration::from_millis(500);
-    while s.process().group_alive() && Instant::now() < deadline {
+    let mut left = s.process().descendants();
+    while !left.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
+        left = s.process().descendants();
     }
-    if s.process().group_alive() {
-        s.process().signal_group(libc::SIGKILL);
+    if !left.is_empty() {
+        let in_group = left.iter().filter(|(pid, _)| process_group(*pid) == Some(pgid)).count();
+        let names: Vec<String> =
+            left.iter().take(8).map(|(pid, name)| format!("{pid} {}", quoted(name))).collect();
+        let ended = s.process().end_tree(Duration::from_secs(10));
         if let Some(beat) = &heartbeat {
             stop_heartbeat(ctx, &mut s, beat);
         }
         return Err(fail(
-            "no process of the worker's process group is alive after it exits",
-            format!("process group {pgid} still has members (killed by the harness)"),
+            "no process the worker started is alive after it exits",
+            format!(
+                "{} process(es) left ({} in the worker's process group, {} outside it, e.g. \
+                 started with setsid): {}; {}",
+                left.len(),
+                in_group,
+                left.len() - in_group,
+                names.join(", "),
+                if ended { "the harness ended them" } else { "the harness could not end them all" }
+            ),
         ));
     }
     let Some(beat) = heartbeat else {

@@ -107,6 +107,10 @@ pub struct RunArgs {
     /// Extra environment for the worker (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE")]
     env: Vec<String>,
+    /// How many checks run at once, each on a worker (and lease) of its own; 1 runs them one
+    /// after another. Default: the machine's cores, at most 4.
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
     /// No progress lines on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -184,6 +188,9 @@ fn options(args: &RunArgs) -> Result<RunOptions, HarnessError> {
     o.shutdown_timeout = Duration::from_millis(args.shutdown_timeout_ms);
     o.secret_field = args.secret_field.clone();
     o.progress = !args.quiet;
+    if let Some(jobs) = args.jobs {
+        o.jobs = jobs.max(1);
+    }
     o.acquire_params_path = args.acquire_params.clone();
     o.required_clis = args
         .require_cli

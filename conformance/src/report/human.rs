@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use crate::report::safe::text as safe;
 use crate::report::{CheckOutcome, RunReport, Status};
 
 /// The progress line of one check (`[ 3/42] PASS  framing.id-echo (4 ms)`).
@@ -14,9 +15,9 @@ pub fn progress_line(index: usize, total: usize, outcome: &CheckOutcome) -> Stri
         outcome.duration_ms
     );
     if let Some(by) = &outcome.blocked_by {
-        let _ = write!(line, ": blocked by {by}");
+        let _ = write!(line, ": blocked by {}", safe(by));
     } else if let Some(reason) = &outcome.skip_reason {
-        let _ = write!(line, ": {reason}");
+        let _ = write!(line, ": {}", safe(reason));
     }
     line
 }
@@ -28,14 +29,20 @@ pub fn render(report: &RunReport) -> String {
     let _ = writeln!(
         out,
         "sandbox-conformance {} — {} ({}, driver {})",
-        report.version, report.worker, report.profile, report.driver
+        report.version,
+        safe(&report.worker),
+        report.profile,
+        safe(&report.driver)
     );
-    let _ = writeln!(out, "manifest: {}", report.manifest_source);
+    let _ = writeln!(out, "manifest: {}", safe(&report.manifest_source));
     if let Some(problem) = &report.manifest_problem {
-        let _ = writeln!(out, "manifest problem: {problem}");
+        let _ = writeln!(out, "manifest problem: {}", safe(problem));
     }
-    let _ =
-        writeln!(out, "effective capabilities: {}", join_or_none(&report.effective_capabilities));
+    let _ = writeln!(
+        out,
+        "effective capabilities: {}",
+        safe(&join_or_none(&report.effective_capabilities))
+    );
     let _ = writeln!(out);
     let _ = writeln!(
         out,
@@ -44,8 +51,8 @@ pub fn render(report: &RunReport) -> String {
     );
     for c in &report.checks {
         let why = match (&c.blocked_by, &c.skip_reason) {
-            (Some(by), _) => format!("blocked by {by}"),
-            (None, Some(reason)) => reason.clone(),
+            (Some(by), _) => format!("blocked by {}", safe(by)),
+            (None, Some(reason)) => safe(reason),
             _ => String::new(),
         };
         let line = format!(
@@ -76,16 +83,16 @@ pub fn render(report: &RunReport) -> String {
             c.reference
         );
         if let Some(expected) = &c.expected {
-            let _ = writeln!(out, "  expected: {expected}");
+            let _ = writeln!(out, "  expected: {}", safe(expected));
         }
         if let Some(actual) = &c.actual {
-            let _ = writeln!(out, "  actual:   {actual}");
+            let _ = writeln!(out, "  actual:   {}", safe(actual));
         }
         for note in &c.notes {
-            let _ = writeln!(out, "  note:     {note}");
+            let _ = writeln!(out, "  note:     {}", safe(note));
         }
         if let Some(artifact) = &c.artifact {
-            let _ = writeln!(out, "  transcript: {artifact}");
+            let _ = writeln!(out, "  transcript: {}", safe(artifact));
         }
     }
     let s = &report.summary;

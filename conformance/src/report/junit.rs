@@ -7,7 +7,10 @@ use std::fmt::Write as _;
 use crate::report::{RunReport, Status};
 use crate::requirements::Level;
 
-/// Escapes text for XML attributes and content.
+/// Escapes text for XML attributes and content. Characters XML does not allow (most C0
+/// controls, U+FFFE, U+FFFF) and the ones no report shows as themselves
+/// ([`crate::report::safe::is_unsafe`]) are written as visible escapes (`\u{1b}`), so the
+/// file is well-formed whatever a worker wrote; line breaks stay (they are the harness's own).
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -17,7 +20,10 @@ pub fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
+            '\n' | '\t' => out.push(c),
+            c if crate::report::safe::is_unsafe(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
             c => out.push(c),
         }
     }
@@ -121,7 +127,10 @@ mod tests {
 
     #[test]
     fn escapes_markup_and_control_characters() {
-        assert_eq!(escape("<a b=\"c\">&'\u{1}"), "&lt;a b=&quot;c&quot;&gt;&amp;&apos;");
+        assert_eq!(
+            escape("<a b=\"c\">&'\u{1}\u{fffe}"),
+            "&lt;a b=&quot;c&quot;&gt;&amp;&apos;\\u{1}\\u{fffe}"
+        );
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod baseline;
 pub mod human;
 pub mod junit;
+pub mod safe;
 
 use serde::Serialize;
 
