@@ -146,11 +146,12 @@ pub fn setup(
             config[&k] = Value::String(format!("unix://{}", sock.display()));
             (proxy, Route::Unix(k), Box::new(move |env: &str| docker_containers(&upstream, env)))
         } else if let Some(rest) = value.strip_prefix("http://") {
-            let (host, path) = rest.split_once('/').map_or((rest, ""), |(h, p)| (h, p));
-            let host = if host.contains(':') { host.to_owned() } else { format!("{host}:80") };
-            let proxy = FaultProxy::tcp(Upstream::Tcp(host)).map_err(io)?;
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let (host, tail) = rest.split_at(end);
+            let upstream = if host.contains(':') { host.to_owned() } else { format!("{host}:80") };
+            let proxy = FaultProxy::tcp(Upstream::Tcp(upstream)).map_err(io)?;
             let k = key.clone().expect("an address key");
-            config[&k] = Value::String(format!("http://{}/{path}", proxy.address));
+            config[&k] = Value::String(format!("http://{}{tail}", proxy.address));
             (proxy, Route::Endpoint(k), blind("only Docker-API engines are listed by the harness"))
         } else {
             let proxy = FaultProxy::tcp(Upstream::Forward).map_err(io)?;
@@ -194,6 +195,23 @@ pub fn run_with_oracle(
         eprintln!("chaos: fault proxy at {} ({route:?})", side.proxy.address);
     }
     let result = run_with(options, s, Some(&mut side));
+    drop(side);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// Re-executes a kept chaos case with a fresh proxy (the route found as in [`run`]).
+pub fn replay_case(
+    mut options: RunOptions,
+    case: &crate::stateful::Case,
+) -> Result<crate::stateful::step::Outcome, HarnessError> {
+    let dir = std::env::temp_dir().join(format!(
+        "pcconf-chaos-{}-{}",
+        std::process::id(),
+        crate::ids::hex(6)
+    ));
+    let (mut side, _) = setup(&mut options, None, &dir, None)?;
+    let result = crate::stateful::replay_case(options, case, Some(&mut side));
     drop(side);
     let _ = std::fs::remove_dir_all(&dir);
     result

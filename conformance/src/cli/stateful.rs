@@ -139,3 +139,57 @@ pub fn main(
     eprintln!("{}", human::wall_line(&run.report));
     ExitCode::from(u8::try_from(run.report.exit_code).unwrap_or(1))
 }
+
+/// `replay CASE.json`: re-executes a kept stateful case against the worker and re-judges it.
+/// Returns `None` when `file` is not a case file (a transcript: the caller replays it).
+/// Without `expect_fixed`: exit 0 when the case's invariant fails again (the verdict
+/// reproduces), 1 when it does not; with it: exit 0 when the program now passes.
+pub fn replay_case(
+    file: &std::path::Path,
+    options: RunOptions,
+    expect_fixed: bool,
+) -> Option<ExitCode> {
+    use paperclip_sandbox_conformance::stateful::report::read_case;
+    let text = std::fs::read_to_string(file).ok()?;
+    let kind =
+        serde_json::from_str::<serde_json::Value>(&text).ok()?.get("kind")?.as_str()?.to_owned();
+    if kind != stateful::CASE_KIND {
+        return None;
+    }
+    let case = match read_case(file) {
+        Ok(c) => c,
+        Err(e) => return Some(fail_usage(e)),
+    };
+    let outcome = if case.chaos {
+        chaos::replay_case(options, &case)
+    } else {
+        stateful::replay_case(options, &case, None)
+    };
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => return Some(fail_usage(e)),
+    };
+    for line in &outcome.history {
+        println!("  {line}");
+    }
+    let same = outcome.violations.first().is_some_and(|v| v.invariant == case.invariant);
+    match outcome.violations.first() {
+        Some(v) => println!(
+            "replay: FAIL {} ({}): expected {}; actual {}",
+            v.invariant, case.requirement, v.expected, v.actual
+        ),
+        None => println!("replay: the program passes now ({} steps)", outcome.ops.len()),
+    }
+    let ok = if expect_fixed { outcome.violations.is_empty() } else { same };
+    if !expect_fixed {
+        println!(
+            "{}",
+            if same {
+                "The kept case reproduces: the same invariant fails."
+            } else {
+                "The kept case does not reproduce its verdict."
+            }
+        );
+    }
+    Some(ExitCode::from(if ok { 0 } else { 1 }))
+}

@@ -15,6 +15,7 @@
 //! | [`report`] | the run: cases, shrinking, re-runs, case files, the report |
 
 pub mod invariants;
+mod lifecycle;
 pub mod model;
 pub mod program;
 pub mod report;

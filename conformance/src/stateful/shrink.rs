@@ -35,6 +35,25 @@ pub fn shrink(
         *runs += 1;
         true
     };
+    // Two calls in flight made serial: a deterministic failure beats a racy one.
+    let mut i = 0;
+    while i < best.len() {
+        let serial = match best[i] {
+            Op::PairDestroy { h } => Some([Op::Destroy { h }, Op::Destroy { h }]),
+            _ => None,
+        };
+        if let Some(ops) = serial {
+            let mut candidate = best.clone();
+            candidate.splice(i..=i, ops);
+            if !left(&mut runs) {
+                break;
+            }
+            if fails(&candidate) {
+                best = candidate;
+            }
+        }
+        i += 1;
+    }
     // Whole handles first: a program about one lease is the easiest to read.
     for h in 0..HANDLES {
         if best.iter().all(|op| op.handle() != Some(h)) {

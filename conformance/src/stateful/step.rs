@@ -5,14 +5,14 @@
 
 use std::time::Duration;
 
-use paperclip_sandbox_protocol::envelope::{accept_termination_receipt, read_creation_cleanup};
+use paperclip_sandbox_protocol::envelope::read_creation_cleanup;
 use paperclip_sandbox_protocol::methods::name;
 use serde_json::Value;
 
 use crate::context::WorkerFacts;
 use crate::host::{clip, Reply};
 use crate::hostmodel::Exec;
-use crate::ledger::{Lease, LeaseState, Ledger};
+use crate::ledger::{Lease, Ledger};
 
 use super::invariants::{self as inv, Coverage, Violation};
 use super::model::{Bounds, FileFact, Gates, Handle, Model, Phase};
@@ -100,12 +100,13 @@ fn stdout(v: &Value) -> &str {
     v.get("stdout").and_then(Value::as_str).unwrap_or("")
 }
 
-struct Exec1<'m> {
-    model: &'m mut Model,
-    out: &'m mut Outcome,
-    step: usize,
-    healed: bool,
-    faulted_destroy: Vec<u8>,
+/// The state of one program run.
+pub(super) struct Exec1<'m> {
+    pub(super) model: &'m mut Model,
+    pub(super) out: &'m mut Outcome,
+    pub(super) step: usize,
+    pub(super) healed: bool,
+    pub(super) faulted_destroy: Vec<u8>,
 }
 
 impl Runner<'_> {
@@ -151,11 +152,11 @@ impl Runner<'_> {
         out
     }
 
-    fn note(x: &mut Exec1<'_>, line: String) {
+    pub(super) fn note(x: &mut Exec1<'_>, line: String) {
         x.out.history.push(format!("{}: {line}", x.step + 1));
     }
 
-    fn violate(
+    pub(super) fn violate(
         x: &mut Exec1<'_>,
         id: &'static str,
         expected: impl Into<String>,
@@ -170,7 +171,7 @@ impl Runner<'_> {
     }
 
     /// Judges an answer given while a fault is armed: within budget, no secret, allowlisted data.
-    fn judge_faulted(&self, x: &mut Exec1<'_>, method: &str, reply: &Reply) {
+    pub(super) fn judge_faulted(&self, x: &mut Exec1<'_>, method: &str, reply: &Reply) {
         if !x.model.faulted {
             return;
         }
@@ -217,7 +218,7 @@ impl Runner<'_> {
         }
     }
 
-    fn call(
+    pub(super) fn call(
         &mut self,
         target: &mut dyn Target,
         x: &mut Exec1<'_>,
@@ -231,7 +232,7 @@ impl Runner<'_> {
         reply
     }
 
-    fn lease_of(x: &Exec1<'_>, h: u8) -> Option<Lease> {
+    pub(super) fn lease_of(x: &Exec1<'_>, h: u8) -> Option<Lease> {
         x.model.handles.get(&h).and_then(|s| s.lease.clone())
     }
 
@@ -382,35 +383,6 @@ impl Runner<'_> {
         }
     }
 
-    fn heal(&mut self, target: &mut dyn Target, x: &mut Exec1<'_>) {
-        let Some(c) = self.chaos.as_deref_mut() else { return };
-        c.heal();
-        x.model.faulted = false;
-        x.healed = true;
-        if !self.gates.probe {
-            return;
-        }
-        // A quiet period, then the backend must be usable again within a few probes.
-        std::thread::sleep(Duration::from_millis(300));
-        x.out.coverage.reach(inv::RECOVER);
-        let mut last = String::new();
-        for _ in 0..3 {
-            let params = Value::Object(self.calls.base());
-            let reply = self.call(target, x, name::ENVIRONMENT_PROBE, params, self.call_wait);
-            match reply {
-                Reply::Result(v) if v.get("ok") == Some(&Value::Bool(true)) => return,
-                other => last = other.describe(),
-            }
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        Self::violate(
-            x,
-            inv::RECOVER,
-            "environmentProbe answers ok: true after the fault heals",
-            last,
-        );
-    }
-
     fn acquire(&mut self, target: &mut dyn Target, x: &mut Exec1<'_>, h: u8) {
         x.out.acquires += 1;
         x.model.acquires += 1;
@@ -544,256 +516,6 @@ impl Runner<'_> {
                 expected,
                 format!("the files read {:?}", clip(stdout(&v))),
             );
-        }
-    }
-
-    fn end_like(&mut self, target: &mut dyn Target, x: &mut Exec1<'_>, h: u8, method: &str) {
-        let Some(lease) = Self::lease_of(x, h) else { return };
-        let stop = method == name::ENVIRONMENT_STOP_LEASE;
-        let params = if stop {
-            self.calls.stop(&lease)
-        } else {
-            self.calls.by_id(&lease.id, &lease.metadata)
-        };
-        let reply = self.call(target, x, method, params, self.call_wait);
-        let (id, states): (&'static str, &[&str]) = if stop {
-            (inv::STOP, &["stopped"])
-        } else {
-            (inv::RELEASE, &["stopped", "destroyed"])
-        };
-        let next = if stop { Phase::Stopped } else { Phase::Released };
-        let handle = x.model.handles.get_mut(&h).expect("handle");
-        if x.model.faulted {
-            handle.maybe(next);
-            return;
-        }
-        x.out.coverage.reach(id);
-        let ok = match &reply {
-            Reply::Result(Value::Null) if !stop => Ok(()),
-            Reply::Result(v) => match accept_termination_receipt(v, &lease.id) {
-                Ok(r) if states.contains(&r.state.as_str()) => Ok(()),
-                Ok(r) => Err(format!("state {:?}", r.state)),
-                Err(e) => Err(format!("{} ({e})", clip(&v.to_string()))),
-            },
-            other => Err(other.describe()),
-        };
-        handle.set(next);
-        if let Err(actual) = ok {
-            Self::violate(
-                x,
-                id,
-                format!("{method}: a receipt naming the lease, state in {states:?}"),
-                actual,
-            );
-        }
-    }
-
-    fn destroy(&mut self, target: &mut dyn Target, x: &mut Exec1<'_>, h: u8, pair: bool) {
-        let Some(lease) = Self::lease_of(x, h) else { return };
-        let params = self.calls.by_id(&lease.id, &lease.metadata);
-        let replies = if pair {
-            let (a, b) = target.pair(
-                (name::ENVIRONMENT_DESTROY_LEASE, params.clone()),
-                (name::ENVIRONMENT_DESTROY_LEASE, params),
-                self.call_wait,
-            );
-            Self::note(x, format!("in flight: {} | {}", a.describe(), b.describe()));
-            self.judge_faulted(x, name::ENVIRONMENT_DESTROY_LEASE, &a);
-            self.judge_faulted(x, name::ENVIRONMENT_DESTROY_LEASE, &b);
-            vec![a, b]
-        } else {
-            vec![self.call(target, x, name::ENVIRONMENT_DESTROY_LEASE, params, self.call_wait)]
-        };
-        let handle = x.model.handles.get_mut(&h).expect("handle");
-        if x.model.faulted {
-            if replies.iter().all(|r| matches!(r, Reply::Result(_))) {
-                handle.set(Phase::Destroyed);
-            } else {
-                handle.maybe(Phase::Destroyed);
-                x.faulted_destroy.push(h);
-            }
-            return;
-        }
-        handle.set(Phase::Destroyed);
-        let after_fault = x.faulted_destroy.contains(&h);
-        let id = if after_fault { inv::IDEMP } else { inv::DESTROY };
-        x.out.coverage.reach(id);
-        let bad = replies.iter().find(|r| match r {
-            Reply::Result(Value::Null) => false,
-            Reply::Result(v) => {
-                v.get("providerLeaseId").is_some_and(|i| i.as_str() != Some(lease.id.as_str()))
-                    || v.get("state").is_some_and(|s| s != "destroyed")
-            }
-            _ => true,
-        });
-        match bad {
-            Some(r) => {
-                let actual = r.describe();
-                Self::violate(x, id, "environmentDestroyLease succeeds from any phase: null or a receipt {state: \"destroyed\"} naming the lease", actual);
-            }
-            None => {
-                self.ledger.ended(&lease.id);
-                x.faulted_destroy.retain(|d| *d != h);
-            }
-        }
-    }
-
-    fn resume(&mut self, target: &mut dyn Target, x: &mut Exec1<'_>, h: u8) {
-        let Some(lease) = Self::lease_of(x, h) else { return };
-        let before = x.model.handles[&h].phases.clone();
-        let params = self.calls.by_id(&lease.id, &lease.metadata);
-        let reply = self.call(target, x, name::ENVIRONMENT_RESUME_LEASE, params, self.call_wait);
-        if x.model.faulted {
-            return;
-        }
-        let certain = |p: Phase| before.len() == 1 && before.contains(&p);
-        let result = match &reply {
-            Reply::Result(v) => v.clone(),
-            other => {
-                let id = if x.healed {
-                    inv::RECOVER
-                } else if before.contains(&Phase::Detached) {
-                    inv::RESTART
-                } else {
-                    inv::RESUME_LIVE
-                };
-                x.out.coverage.reach(id);
-                Self::violate(
-                    x,
-                    id,
-                    "environmentResumeLease answers the lease or {providerLeaseId: null}",
-                    other.describe(),
-                );
-                return;
-            }
-        };
-        let back = Lease::from_result(&result);
-        if certain(Phase::Destroyed) {
-            x.out.coverage.reach(inv::RESUME_DESTROYED);
-            if back.is_some() || result.get("providerLeaseId") != Some(&Value::Null) {
-                Self::violate(
-                    x,
-                    inv::RESUME_DESTROYED,
-                    format!("destroyed lease L{h}: {{providerLeaseId: null, metadata}}"),
-                    clip(&result.to_string()),
-                );
-                if let Some(b) = back {
-                    self.ledger.track("stateful", "stateful", b);
-                }
-                return;
-            }
-        }
-        if certain(Phase::Live) || certain(Phase::Stopped) {
-            x.out.coverage.reach(inv::RESUME_LIVE);
-            if back.as_ref().is_none_or(|b| b.id != lease.id) {
-                Self::violate(
-                    x,
-                    inv::RESUME_LIVE,
-                    format!("L{h} back: {{providerLeaseId: {:?}, …}}", lease.id),
-                    clip(&result.to_string()),
-                );
-                return;
-            }
-        }
-        if before.contains(&Phase::Detached) {
-            x.out.coverage.reach(inv::RESTART);
-        }
-        let handle = x.model.handles.get_mut(&h).expect("handle");
-        match back {
-            Some(b) => {
-                if b.id != lease.id {
-                    handle.files.clear();
-                    handle.ids.push(b.id.clone());
-                }
-                self.ledger.track("stateful", "stateful", b.clone());
-                handle.lease = Some(b);
-                handle.set(Phase::Live);
-            }
-            None => handle.set(Phase::Destroyed),
-        }
-    }
-
-    fn cleanup(&mut self, target: &mut dyn Target, x: &mut Exec1<'_>) {
-        if x.model.faulted {
-            if let Some(c) = self.chaos.as_deref_mut() {
-                c.heal();
-            }
-            x.model.faulted = false;
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        x.step = x.out.ops.len();
-        let clean = x.out.violations.is_empty();
-        let mut ids: Vec<(String, Value, &'static str)> = vec![];
-        for (&h, handle) in &x.model.handles {
-            let Some(lease) = &handle.lease else { continue };
-            if handle.is(Phase::Destroyed) {
-                continue;
-            }
-            let id = if x.faulted_destroy.contains(&h) { inv::IDEMP } else { inv::LEAK };
-            for extra in &handle.ids {
-                let metadata = if *extra == lease.id {
-                    lease.metadata.clone()
-                } else {
-                    Value::Object(Default::default())
-                };
-                ids.push((extra.clone(), metadata, id));
-            }
-        }
-        for orphan in &x.model.orphans {
-            ids.push((orphan.clone(), Value::Object(Default::default()), inv::CLEANUP));
-        }
-        if !self.gates.destroy {
-            return;
-        }
-        for (id, metadata, invariant) in ids {
-            let params = self.calls.by_id(&id, &metadata);
-            let reply = target.call(name::ENVIRONMENT_DESTROY_LEASE, params, self.call_wait);
-            Self::note(x, format!("cleanup: destroy {id} -> {}", reply.describe()));
-            x.out.coverage.reach(invariant);
-            match reply {
-                Reply::Result(_) => self.ledger.ended(&id),
-                other => {
-                    self.ledger.set_state(&id, LeaseState::Stuck(other.describe()));
-                    if clean {
-                        Self::violate(
-                            x,
-                            invariant,
-                            "every lease of the program can be destroyed",
-                            format!("destroy of {id}: {}", other.describe()),
-                        );
-                    }
-                }
-            }
-        }
-        let env_id = self.calls.environment_id.clone();
-        if let Some(c) = self.chaos.as_deref_mut() {
-            x.out.routed = Some(c.requests());
-            let mut left = c.leaked(&env_id);
-            for _ in 0..10 {
-                match &left {
-                    Ok(l) if !l.is_empty() => {
-                        std::thread::sleep(Duration::from_millis(500));
-                        left = c.leaked(&env_id);
-                    }
-                    _ => break,
-                }
-            }
-            match left {
-                Err(why) => x.out.oracle_blind = Some(why),
-                Ok(left) => {
-                    let id = if x.model.orphans.is_empty()
-                        && x.model.handles.values().all(|h| h.lease.is_some())
-                    {
-                        inv::LEAK
-                    } else {
-                        inv::CLEANUP
-                    };
-                    x.out.coverage.reach(id);
-                    if !left.is_empty() && clean {
-                        Self::violate(x, id, "nothing of the program is left on the backend after every lease was destroyed", format!("left on the backend: {}", left.join(", ")));
-                    }
-                }
-            }
         }
     }
 }
