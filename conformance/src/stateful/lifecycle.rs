@@ -224,6 +224,59 @@ impl Runner<'_> {
         }
     }
 
+    /// Destroys what a failed acquire named in its creation-cleanup envelope, as the host does:
+    /// `leaseMetadata.failedCreateCleanup` carries the record; an answer with an envelope that
+    /// names an observed sandbox is followed with that record. An unchanged envelope means the
+    /// provider found nothing under the creation name (the leak oracle judges what is left).
+    fn destroy_failed_create(
+        &mut self,
+        target: &mut dyn Target,
+        x: &mut Exec1<'_>,
+        mut record: Value,
+        clean: bool,
+    ) {
+        x.out.coverage.reach(inv::CLEANUP);
+        for _ in 0..4 {
+            let id = record
+                .get("providerLeaseId")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let metadata = serde_json::json!({ "failedCreateCleanup": record.clone() });
+            let reply = target.call(
+                name::ENVIRONMENT_DESTROY_LEASE,
+                self.calls.by_id(&id, &metadata),
+                self.call_wait,
+            );
+            Self::note(x, format!("cleanup: destroy failed create {id} -> {}", reply.describe()));
+            let next = match &reply {
+                Reply::Result(_) => return,
+                Reply::Error(e) => e
+                    .data
+                    .as_ref()
+                    .and_then(paperclip_sandbox_protocol::envelope::read_creation_cleanup),
+                _ => None,
+            };
+            match next {
+                Some(o) if o.observed_provider_lease_id().is_some() && o.to_json() != record => {
+                    record = o.to_json()
+                }
+                Some(_) => return,
+                None => {
+                    if clean {
+                        Self::violate(
+                            x,
+                            inv::CLEANUP,
+                            "what a creation-cleanup envelope names can be destroyed from it",
+                            format!("destroy of {id}: {}", reply.describe()),
+                        );
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
     pub(super) fn cleanup(&mut self, target: &mut dyn Target, x: &mut Exec1<'_>) {
         if x.model.faulted {
             if let Some(c) = self.chaos.as_deref_mut() {
@@ -250,11 +303,11 @@ impl Runner<'_> {
                 ids.push((extra.clone(), metadata, id));
             }
         }
-        for orphan in &x.model.orphans {
-            ids.push((orphan.clone(), Value::Object(Default::default()), inv::CLEANUP));
-        }
         if !self.gates.destroy {
             return;
+        }
+        for orphan in x.model.orphans.clone() {
+            self.destroy_failed_create(target, x, orphan, clean);
         }
         for (id, metadata, invariant) in ids {
             let params = self.calls.by_id(&id, &metadata);

@@ -158,8 +158,8 @@ pub struct Model {
     pub restarts: usize,
     /// A fault is armed or active.
     pub faulted: bool,
-    /// Ids from creation-cleanup envelopes of failed acquires (not bound to a handle).
-    pub orphans: Vec<String>,
+    /// The ownership records (`cleanup`) of creation-cleanup envelopes of failed acquires.
+    pub orphans: Vec<serde_json::Value>,
 }
 
 /// The kinds of operation, for swarm testing: each case turns some kinds off.

@@ -406,10 +406,7 @@ impl Runner<'_> {
             Reply::Error(e) => {
                 if let Some(ownership) = e.data.as_ref().and_then(read_creation_cleanup) {
                     x.out.coverage.reach(inv::CLEANUP);
-                    x.model.orphans.push(ownership.provider_lease_id().to_owned());
-                    if let Some(observed) = ownership.observed_provider_lease_id() {
-                        x.model.orphans.push(observed.to_owned());
-                    }
+                    x.model.orphans.push(ownership.to_json());
                 }
             }
             _ => {}
