@@ -81,6 +81,7 @@ const RUNTIME: Chapter =
     Chapter { file: "runtime-requirements.md", title: "Sandbox runtime requirements" };
 const NEWER: Chapter =
     Chapter { file: "newer-methods.md", title: "Idle sleep, tasks and byte streams" };
+const STATEFUL: Chapter = Chapter { file: "stateful-chaos.md", title: "Stateful and chaos runs" };
 const MANIFEST: Chapter =
     Chapter { file: "manifest.md", title: "The manifest derive and its compile errors" };
 
@@ -104,6 +105,8 @@ const CHAPTER_BY_PREFIX: &[(&str, Chapter)] = &[
     ("DUPLEX-", NEWER),
     ("LOGIN-", NEWER),
     ("MAN-", MANIFEST),
+    ("STATE-", STATEFUL),
+    ("CHAOS-", STATEFUL),
 ];
 
 /// Every chapter that defines requirements.

@@ -19,11 +19,14 @@
 //! | [`checks`] | the checks, one module per family |
 //! | [`runner`] | a whole run: prepare, run, report |
 //! | [`report`] | human, JSON and JUnit output; the expected-failures baseline |
+//! | [`stateful`] | random lifecycle programs judged against a model; shrinking, case files |
+//! | [`chaos`] | the fault proxy between provider and backend, the leak oracle |
 //! | [`replay`] | re-send a failure transcript to a fresh worker and diff the answers |
 //! | [`package`] | turn a worker binary into an npm-installable plugin folder (Node shim) |
 
 mod assert;
 pub mod catalogue;
+pub mod chaos;
 pub mod check;
 pub mod checks;
 pub mod context;
@@ -40,6 +43,7 @@ pub mod replay;
 pub mod report;
 pub mod requirements;
 pub mod runner;
+pub mod stateful;
 pub mod transcript;
 
 pub use assert::assert_conformant;

@@ -111,6 +111,16 @@ pub const REQUIREMENTS: &[Requirement] = &[
     req("LOGIN-PTY-1", Must, "A driver that declares `supportsLoginPty` runs a login terminal in the lease: `loginPtyOpen` answers a `workerSessionId`, input is answered, output arrives as `loginPty.output` and the end as one `loginPty.exit` (both bound to the route and session, after Ctrl-C or `loginPtyStop`), and close acknowledges the route.", "paperclipai/paperclip packages/plugins/sdk/src/protocol.ts (loginPtyOpen, loginPty.output, loginPty.exit); server/src/services/plugin-worker-manager.ts (openLoginPtySession)"),
     req("SHUT-1", Must, "The worker exits within 10 s of `shutdown`.", "@paperclipai/plugin-sdk worker-rpc-host (shutdown)"),
     req("SHUT-2", Must, "The worker exits when stdin reaches end of file.", "@paperclipai/plugin-sdk worker-rpc-host (stdin end of file)"),
+    req("STATE-DEAD-1", Should, "Nothing of a destroyed lease can be read: a command sent to it never finds a file written before the destroy.", "SANDBOX_PROVIDER_CAPABILITIES.md, \"Failure behavior\""),
+    req("STATE-PERSIST-1", Should, "Files written in a lease keep their bytes and mode across executes, and across release or stop and resume when the same lease comes back.", "SANDBOX_PROVIDER_CAPABILITIES.md, \"Reusable leases need an explicit opt-in\", \"Preserving an unexported workspace\""),
+    req("STATE-ISOLATE-1", Should, "No lease reads what was written in another lease.", "SANDBOX-REQUIREMENTS.md, \"Firm rule\""),
+    req("STATE-LINEAR-1", Should, "Two executes in flight in one lease leave the lease as some serial order of the two would.", "SANDBOX_PROVIDER_CAPABILITIES.md, \"The capabilities and their worker-method prerequisites\""),
+    req("STATE-RESTART-1", Should, "After a worker restart, resuming a lease it served answers the lease or `{providerLeaseId: null}`, never an error.", "SANDBOX_PROVIDER_CAPABILITIES.md, \"Reusable leases need an explicit opt-in\""),
+    req("STATE-LEAK-1", Should, "Every lease a sequence of calls created can be destroyed afterwards, and nothing of it is left on the backend.", "SANDBOX_PROVIDER_CAPABILITIES.md, \"Failure behavior\""),
+    req("CHAOS-BUDGET-1", Should, "While the backend hangs, resets, refuses or truncates, every call is answered within its budget (the per-call timeout; for an execute its `timeoutMs` plus that).", "SANDBOX_PROVIDER_CAPABILITIES.md, \"Failure behavior\", \"Fresh lease acquisition timeout\""),
+    req("CHAOS-CLEANUP-1", Should, "An acquire that failed under a backend fault allocated nothing, or returned the creation-cleanup envelope, and the resource can be destroyed from it.", "SANDBOX_PROVIDER_CAPABILITIES.md, \"Failure behavior\""),
+    req("CHAOS-IDEMP-1", Should, "A destroy after a destroy that failed under a backend fault succeeds.", "SANDBOX_PROVIDER_CAPABILITIES.md, \"Failure behavior\""),
+    req("CHAOS-RECOVER-1", Should, "After a backend fault heals, probe, resume and execute work again without a worker restart.", "SANDBOX_PROVIDER_CAPABILITIES.md, \"Failure behavior\""),
     req("SHUT-3", Must, "Nothing the worker started survives it: neither its process group nor a command still running at shutdown.", "@paperclipai/plugin-sdk worker-rpc-host (shutdown); SANDBOX-REQUIREMENTS.md, \"Firm rule\""),
 ];
 

@@ -6,6 +6,7 @@ pub mod manifest;
 pub mod package;
 pub mod replay;
 pub mod run;
+pub mod stateful;
 
 use std::io::Read;
 use std::path::Path;

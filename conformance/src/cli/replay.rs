@@ -15,7 +15,8 @@ use super::ProfileArg;
 /// Options of `replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// A transcript written by `run --artifacts DIR` (DIR/CHECK-ID.ndjson).
+    /// A transcript written by `run --artifacts DIR` (DIR/CHECK-ID.ndjson), or a stateful case
+    /// file (`*.case.json`), which is re-executed and re-judged.
     file: PathBuf,
     /// Per-request timeout in ms.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
@@ -27,14 +28,16 @@ pub struct ReplayArgs {
     /// With --expect-fixed: the check to run (default: the file name without `.ndjson`).
     #[arg(long, value_name = "ID", requires = "expect_fixed")]
     check: Option<String>,
-    /// With --expect-fixed: the host profile of the failing run.
-    #[arg(long, value_enum, default_value_t = ProfileArg::Paperclip2026_11, requires = "expect_fixed")]
+    /// The host profile of the failing run (used with --expect-fixed, and by stateful cases).
+    #[arg(long, value_enum, default_value_t = ProfileArg::Paperclip2026_11)]
     profile: ProfileArg,
-    /// With --expect-fixed: the environment config of the failing run.
-    #[arg(long, value_name = "FILE", requires = "expect_fixed")]
+    /// The environment config of the failing run (used with --expect-fixed, and by stateful
+    /// cases).
+    #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// With --expect-fixed: the manifest of the failing run (default: `<worker> --manifest`).
-    #[arg(long, value_name = "FILE", requires = "expect_fixed")]
+    /// The manifest of the failing run (default: `<worker> --manifest`; used with
+    /// --expect-fixed, and by stateful cases).
+    #[arg(long, value_name = "FILE")]
     manifest: Option<PathBuf>,
     /// The worker command.
     #[arg(last = true, value_name = "WORKER", required = true)]
@@ -59,6 +62,17 @@ behind, files not written), run the check with `--expect-fixed`.";
 /// failure reproduces), 1 when one differs. With `--expect-fixed`: exit 0 when the transcript's
 /// check passes against the worker now, 1 when it does not. 2 when the replay cannot run.
 pub fn main(args: ReplayArgs) -> ExitCode {
+    if let Ok(command) = WorkerCommand::from_argv(&args.worker) {
+        let mut options = RunOptions::new(command);
+        options.profile = args.profile.into();
+        options.config_path = args.config.clone();
+        options.manifest_path = args.manifest.clone();
+        options.call_timeout = Duration::from_millis(args.timeout_ms.max(1));
+        options.progress = false;
+        if let Some(code) = super::stateful::replay_case(&args.file, options, args.expect_fixed) {
+            return code;
+        }
+    }
     let diffs = match replay_file(&args) {
         Ok(n) => n,
         Err(e) => return super::fail_usage(e),

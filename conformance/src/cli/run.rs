@@ -114,13 +114,16 @@ pub struct RunArgs {
     /// No progress lines on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Stateful and chaos runs.
+    #[command(flatten)]
+    stateful: super::stateful::StatefulArgs,
     /// The worker command.
     #[arg(last = true, value_name = "WORKER")]
     worker: Vec<String>,
 }
 
 /// Writes `text` to stdout; a closed stdout (`run --list | head -1`) is not an error.
-fn emit(text: &str) {
+pub(crate) fn emit(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
@@ -228,6 +231,9 @@ pub fn main(args: RunArgs) -> ExitCode {
             return fail_usage(e);
         }
     };
+    if args.stateful.on() {
+        return super::stateful::main(&args.stateful, options, args.format, args.junit.as_ref());
+    }
     let skeleton = runner::empty_report(&options);
     let mut report = match runner::run(options) {
         Ok(report) => report,

@@ -1,0 +1,52 @@
+//! Stateful (and chaos) runs: random lifecycle programs over logical lease handles, drawn from
+//! the observed model and gated as the host gates its calls, judged step by step against a
+//! model with "maybe" states; a failing program is shrunk within a budget, re-run to rate its
+//! flakiness, and kept as a case file that `replay` re-executes and re-judges.
+//!
+//! | Module | Role |
+//! |---|---|
+//! | [`program`] | the alphabet ([`Op`]) and the case file ([`Case`]) |
+//! | [`rng`] | ChaCha8 with the harness's own range mapping |
+//! | [`model`] | the per-handle model, the gates, generation |
+//! | [`invariants`] | the invariants, their requirement ids, coverage |
+//! | [`step`] | running and judging a program, cleanup and the leak oracle |
+//! | [`target`] | what a program runs against (a worker process) |
+//! | [`shrink`] | budgeted shrinking |
+//! | [`report`] | the run: cases, shrinking, re-runs, case files, the report |
+
+//! Where this differs from the first design, and why:
+//!
+//! - A kept case is a program, never just a seed: the program is drawn from *observed*
+//!   answers, so a seed reproduces it only against the same worker and harness. `replay` takes
+//!   case files (the file's `kind` tells them from transcripts) instead of a new subcommand.
+//! - A released lease is "maybe kept": the host's release may stop or destroy, so a resume of a
+//!   released lease may answer the lease or null, and only a resume that hands back the *same*
+//!   lease is held to its files (STATE-PERSIST-1).
+//! - The model's own property test is a seeded loop of thousands of programs against an
+//!   in-process fake (`fake.rs`) with one switchable defect each, instead of proptest or
+//!   stateright: it exercises the harness's own generator and shrinker (the things under
+//!   test), runs in seconds, and adds no dependency.
+//! - The chaos proxy counts requests by turn taking (the client sends after the backend last
+//!   answered) instead of parsing HTTP, so it counts inside TLS tunnels too; a heal closes only
+//!   the connections a hang holds, so a provider's healthy kept-alive connections survive it.
+//! - The Docker leak oracle lists containers whose *any* label carries the case's environment
+//!   id, so it needs no provider-specific label key.
+//! - Not built yet: native sync steps (`syncIn`/`syncOut`), a write-ahead ledger file with a
+//!   `sweep` subcommand and SIGINT cleanup, and MITM faults (HTTP status codes and partial
+//!   bodies inside TLS).
+
+pub mod invariants;
+mod lifecycle;
+pub mod model;
+pub mod program;
+pub mod report;
+pub mod rng;
+pub mod shrink;
+pub mod step;
+pub mod target;
+
+#[cfg(test)]
+mod fake;
+
+pub use program::{Case, FaultKind, Op, Restart, CASE_KIND};
+pub use report::{replay_case, run, StatefulOptions, StatefulRun};
