@@ -117,6 +117,7 @@ pub mod context;
 pub mod error;
 pub(crate) mod idle;
 pub mod manifest;
+pub mod private_dir;
 pub mod process;
 pub mod provider;
 mod runtime;
