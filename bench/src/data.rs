@@ -20,6 +20,11 @@ pub struct DataConfig {
     pub rounds: usize,
     /// Bytes of execute output per call.
     pub output_bytes: u64,
+    /// Bytes of escape-heavy execute output (NUL, `\x01`) per call: 8 MiB, 48 MiB of JSON, so
+    /// that the result stays within half the host's line limit and is not truncated.
+    pub escaped_output_bytes: u64,
+    /// Only the execute output rows (printable, NUL, control bytes); `PAPERCLIP_BENCH_ONLY=output`.
+    pub output_only: bool,
     /// Lines of the small-writes command.
     pub small_lines: u64,
     /// Bytes of the base64-over-exec file.
@@ -41,6 +46,8 @@ impl Default for DataConfig {
         Self {
             rounds: 5,
             output_bytes: 48 << 20,
+            escaped_output_bytes: 8 << 20,
+            output_only: false,
             small_lines: 50_000,
             b64_bytes: 16 << 20,
             tree_files: 2_000,
@@ -66,6 +73,10 @@ pub struct DataSubject {
 pub struct DataSamples {
     /// Execute output.
     pub output: Vec<Transfer>,
+    /// Execute output of NUL bytes.
+    pub output_nul: Vec<Transfer>,
+    /// Execute output of `\x01` bytes.
+    pub output_control: Vec<Transfer>,
     /// Small flushed writes.
     pub small: Vec<Transfer>,
     /// base64-over-exec download.
@@ -154,6 +165,11 @@ fn raw_round(
     round: usize,
 ) -> io::Result<()> {
     s.output.push(datapath::raw_output(cfg.output_bytes)?);
+    s.output_nul.push(datapath::raw_output_of(cfg.escaped_output_bytes, 0)?);
+    s.output_control.push(datapath::raw_output_of(cfg.escaped_output_bytes, 1)?);
+    if cfg.output_only {
+        return Ok(());
+    }
     s.small.push(datapath::raw_small_writes(cfg.small_lines)?);
     let src = d.b64_src.to_str().ok_or_else(|| io::Error::other("path is not UTF-8"))?;
     s.download.push(datapath::time_download(&mut RawShell, src, payload)?);
@@ -176,6 +192,11 @@ fn worker_round(
 ) -> io::Result<()> {
     let (w, d, l) = (&mut live.w, &live.driver, &live.lease);
     s.output.push(datapath::worker_output(w, d, l, cfg.output_bytes)?);
+    s.output_nul.push(datapath::worker_output_of(w, d, l, cfg.escaped_output_bytes, 0)?);
+    s.output_control.push(datapath::worker_output_of(w, d, l, cfg.escaped_output_bytes, 1)?);
+    if cfg.output_only {
+        return Ok(());
+    }
     s.small.push(datapath::worker_small_writes(w, d, l, cfg.small_lines)?);
     let b64_src = l.remote_cwd.join("b64-src.bin");
     if round == 0 {
@@ -218,7 +239,8 @@ pub fn run(
     std::fs::create_dir_all(root)?;
     let tree_src = root.join("tree-src");
     eprintln!("data paths: generating a {}-file tree ...", cfg.tree_files);
-    let tree = syncpath::make_tree(&tree_src, cfg.tree_files, cfg.tree_bytes)?;
+    let tree_files = if cfg.output_only { 0 } else { cfg.tree_files };
+    let tree = syncpath::make_tree(&tree_src, tree_files, cfg.tree_bytes)?;
     let payload = datapath::pseudo_random(cfg.b64_bytes, 0xb64);
     let raw_root = root.join("raw");
     std::fs::create_dir_all(&raw_root)?;
@@ -265,6 +287,7 @@ pub fn run(
         rows.push(DataRow { name, result });
     }
     let callgrind = match (cfg.callgrind_bytes, subjects.first()) {
+        _ if cfg.output_only => Err("skipped (output rows only)".into()),
         (0, _) => Err("skipped (callgrind_bytes = 0)".into()),
         (_, None) => Err("no worker".into()),
         (bytes, Some((name, s))) => crate::callgrind::available().and_then(|()| {

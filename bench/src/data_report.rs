@@ -15,6 +15,9 @@ pub const TARGET_OUTPUT_VS_RAW: f64 = 0.35;
 pub const TARGET_OUTPUT_VS_OFFICIAL: f64 = 2.0;
 /// Native sync (in and out) must reach this fraction of `tar c | tar x`.
 pub const TARGET_SYNC_VS_TAR: f64 = 0.9;
+/// Execute output of bytes JSON escapes (NUL, `\x01`) must reach this fraction of the same
+/// worker's printable output rate (issue #23).
+pub const TARGET_ESCAPED_VS_PRINTABLE: f64 = 0.5;
 
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
@@ -39,6 +42,28 @@ fn pass(ok: bool) -> &'static str {
 }
 
 type Pick = fn(&DataSamples) -> &Vec<Transfer>;
+
+fn nul_rows(s: &DataSamples) -> &Vec<Transfer> {
+    &s.output_nul
+}
+
+fn control_rows(s: &DataSamples) -> &Vec<Transfer> {
+    &s.output_control
+}
+
+/// Escape-heavy output's rate over the same worker's printable output rate (medians, and
+/// the per-round range).
+fn escaped_vs_printable(s: &DataSamples, pick: Pick) -> Option<(f64, f64, f64)> {
+    let (x, y) = (pick(s), &s.output);
+    if x.is_empty() || y.is_empty() {
+        return None;
+    }
+    let m = median(x.iter().map(Transfer::mib_s).collect())
+        / median(y.iter().map(Transfer::mib_s).collect());
+    let per: Vec<f64> = x.iter().zip(y).map(|(p, q)| p.mib_s() / q.mib_s()).collect();
+    let (lo, hi) = range(&per);
+    Some((m, lo, hi))
+}
 
 fn block(out: &mut String, rows: &[DataRow], title: &str, pick: Pick, logs: bool) {
     let _ = writeln!(out, "{title}");
@@ -165,6 +190,21 @@ pub fn render(r: &DataReport, cfg: &crate::data::DataConfig) -> String {
         |s| &s.output,
         true,
     );
+    for (name, pick) in [
+        ("NUL bytes (`head -c … /dev/zero`)", nul_rows as Pick),
+        ("\\x01 bytes (`… | tr '\\0' '\\001'`)", control_rows),
+    ] {
+        block(
+            &mut out,
+            rows,
+            &format!(
+                "execute output: {} of {name}, each escaped to six bytes of JSON (payload rate)",
+                fmt_mib(cfg.escaped_output_bytes)
+            ),
+            pick,
+            true,
+        );
+    }
     block(
         &mut out,
         rows,
@@ -254,6 +294,14 @@ pub fn render(r: &DataReport, cfg: &crate::data::DataConfig) -> String {
         both(ours, official, |s| &s.output),
         Some((">=", TARGET_OUTPUT_VS_OFFICIAL)),
     );
+    for (what, pick) in [("NUL", nul_rows as Pick), ("\\x01", control_rows)] {
+        target_line(
+            &mut out,
+            &format!("{what} output  {n1} / its printable output"),
+            ours.and_then(|o| escaped_vs_printable(o, pick)),
+            Some((">=", TARGET_ESCAPED_VS_PRINTABLE)),
+        );
+    }
     target_line(
         &mut out,
         &format!("native syncIn    {n1} / tar c | tar x"),

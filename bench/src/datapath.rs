@@ -33,7 +33,16 @@ pub fn shell_quote(s: &str) -> String {
 
 /// The command that writes `bytes` bytes of `a` to stdout.
 pub fn output_script(bytes: u64) -> String {
-    format!("head -c {bytes} /dev/zero | tr '\\0' a")
+    output_script_of(bytes, b'a')
+}
+
+/// The command that writes `bytes` bytes of `byte` to stdout: `a` (printable), NUL or
+/// `\x01` (bytes JSON escapes as `\u0000`, `\u0001`, six bytes each).
+pub fn output_script_of(bytes: u64, byte: u8) -> String {
+    match byte {
+        0 => format!("head -c {bytes} /dev/zero"),
+        b => format!("head -c {bytes} /dev/zero | tr '\\0' '\\{b:03o}'"),
+    }
 }
 
 /// The command that writes `lines` short lines, flushing after each (one `write` per line).
@@ -112,11 +121,16 @@ fn raw_shell(script: &str, stdin: Option<&[u8]>, mut sink: impl FnMut(&[u8])) ->
 
 /// The raw pipe: [`output_script`] read straight by the client (every byte checked).
 pub fn raw_output(bytes: u64) -> io::Result<Transfer> {
+    raw_output_of(bytes, b'a')
+}
+
+/// [`raw_output`] of [`output_script_of`] `byte`.
+pub fn raw_output_of(bytes: u64, byte: u8) -> io::Result<Transfer> {
     let t = Instant::now();
     let (mut got, mut ok) = (0u64, true);
-    raw_shell(&output_script(bytes), None, |b| {
+    raw_shell(&output_script_of(bytes, byte), None, |b| {
         got += b.len() as u64;
-        ok &= all_bytes_are(b, b'a');
+        ok &= all_bytes_are(b, byte);
     })?;
     let elapsed = t.elapsed();
     if got != bytes || !ok {
@@ -129,9 +143,20 @@ pub fn raw_output(bytes: u64) -> io::Result<Transfer> {
 /// they cross the wire twice, as `execute.log` chunks and in the result), and the
 /// notifications. Checks the result carries every byte.
 pub fn worker_output(w: &mut Worker, d: &Driver, l: &Lease, bytes: u64) -> io::Result<Transfer> {
-    let params = lease::shell_params(d, l, &output_script(bytes), None);
+    worker_output_of(w, d, l, bytes, b'a')
+}
+
+/// [`worker_output`] of [`output_script_of`] `byte`.
+pub fn worker_output_of(
+    w: &mut Worker,
+    d: &Driver,
+    l: &Lease,
+    bytes: u64,
+    byte: u8,
+) -> io::Result<Transfer> {
+    let params = lease::shell_params(d, l, &output_script_of(bytes, byte), None);
     let t = Instant::now();
-    let r = lease::execute(w, &params, false, Some(b'a'))?;
+    let r = lease::execute(w, &params, false, Some(byte))?;
     let elapsed = t.elapsed();
     if r.exit_code != Some(0) || r.stdout_len as u64 != bytes || !r.filler_ok {
         return Err(io::Error::other(format!(

@@ -281,16 +281,17 @@ pub fn run(cfg: &Config) -> io::Result<()> {
         println!("total bench time {:.1} s", started.elapsed().as_secs_f64());
         return Ok(());
     }
-    if only != "data" {
+    if only != "data" && only != "output" {
         control_path(cfg, provider, echo, official, &lease_root);
     }
     let _ = std::fs::remove_dir_all(&lease_root);
     if only != "control" {
         let data_root = data_root();
-        let report = data::run(&cfg.data, &data_subjects(&data_root), &data_root);
+        let data_cfg = data::DataConfig { output_only: only == "output", ..cfg.data };
+        let report = data::run(&data_cfg, &data_subjects(&data_root), &data_root);
         let _ = std::fs::remove_dir_all(&data_root);
         match report {
-            Ok(r) => print!("{}", data_report::render(&r, &cfg.data)),
+            Ok(r) => print!("{}", data_report::render(&r, &data_cfg)),
             Err(e) => println!("data paths: failed: {e}"),
         }
         println!();
@@ -299,7 +300,8 @@ pub fn run(cfg: &Config) -> io::Result<()> {
     Ok(())
 }
 
-/// Set to `control`, `data` or `harness` to run only that part of the benchmark.
+/// Set to `control`, `data` or `harness` to run only that part of the benchmark, or `output` for
+/// only the execute output rows of the data part (printable, NUL and `\x01` bytes).
 pub const ONLY_ENV: &str = "PAPERCLIP_BENCH_ONLY";
 
 /// The control path: the three workers' table and ratios.

@@ -5,7 +5,9 @@
 //! megabytes of output an `environmentExecute` answer and its `execute.log` chunks carry, that
 //! lookup is most of the worker's work. [`push_json_string`] looks for the next byte that needs
 //! an escape (`"`, `\`, a control character below U+0020) sixty-four bytes at a time (vector
-//! compares, AVX2 when the CPU has it) and copies the runs between them whole;
+//! compares, AVX2 when the CPU has it) and copies the runs between them whole; a run of bytes
+//! that need an escape (output of NUL or other control bytes) is written from a table, one
+//! word per byte, so such output costs about what printable output does;
 //! [`json_string_units`] measures the encoded length the same way. Both are checked against
 //! `serde_json` on arbitrary text in the tests.
 
@@ -143,26 +145,73 @@ fn push_contents(out: &mut Vec<u8>, text: &str, min_run: usize, run: RunSink<'_>
         } else {
             out.extend_from_slice(&bytes[start..i]);
         }
-        let Some(&b) = bytes.get(i) else { return };
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            _ => out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 0xf) as usize],
-            ]),
+        if i == bytes.len() {
+            return;
         }
-        start = i + 1;
+        // The whole run of bytes that need an escape, from the table (output heavy in
+        // control bytes costs about what printable output does, not a branch chain per byte).
+        let mut end = i + 1;
+        while end < bytes.len() && needs_escape(bytes[end]) {
+            end += 1;
+        }
+        push_escapes(out, &bytes[i..end]);
+        start = end;
     }
+}
+
+/// One byte's escape: its text, padded to eight bytes so that it is copied as one word, and
+/// its length.
+#[derive(Clone, Copy)]
+struct Escape {
+    text: [u8; 8],
+    len: u8,
+}
+
+/// The escape of every byte that needs one (`"`, `\`, below U+0020), as `serde_json` writes it:
+/// the short forms `\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, else `\u00XX` in lower-case hex.
+const ESCAPES: [Escape; 256] = {
+    let mut t = [Escape { text: [0; 8], len: 0 }; 256];
+    let mut b = 0;
+    while b < 256 {
+        let short = match b as u8 {
+            b'"' => Some(b'"'),
+            b'\\' => Some(b'\\'),
+            b'\n' => Some(b'n'),
+            b'\r' => Some(b'r'),
+            b'\t' => Some(b't'),
+            0x08 => Some(b'b'),
+            0x0c => Some(b'f'),
+            _ => None,
+        };
+        t[b] = match short {
+            Some(c) => Escape { text: [b'\\', c, 0, 0, 0, 0, 0, 0], len: 2 },
+            None => {
+                Escape { text: [b'\\', b'u', b'0', b'0', HEX[b >> 4], HEX[b & 0xf], 0, 0], len: 6 }
+            }
+        };
+        b += 1;
+    }
+    t
+};
+
+/// Appends the escapes of `run` (bytes that all need one), a word per byte through a small
+/// stack buffer.
+#[inline(always)]
+fn push_escapes(out: &mut Vec<u8>, run: &[u8]) {
+    const FLUSH: usize = 1024;
+    let mut buf = [0u8; FLUSH + 8];
+    let mut n = 0;
+    out.reserve(run.len() * 2);
+    for &b in run {
+        let e = &ESCAPES[b as usize];
+        buf[n..n + 8].copy_from_slice(&e.text);
+        n += e.len as usize;
+        if n >= FLUSH {
+            out.extend_from_slice(&buf[..n]);
+            n = 0;
+        }
+    }
+    out.extend_from_slice(&buf[..n]);
 }
 
 /// Per UTF-8 byte: the UTF-16 code units it adds inside a JSON string literal as
@@ -260,6 +309,19 @@ mod tests {
         }
         assert_eq!(ours(""), "\"\"");
         assert_eq!(ours("é😀\u{7f}\u{1f}"), serde_json::to_string("é😀\u{7f}\u{1f}").unwrap());
+    }
+
+    #[test]
+    fn long_runs_of_escaped_bytes_match_serde_json() {
+        for text in [
+            "\0".repeat(5000),
+            "\x01\n\t\"\\\x1f".repeat(1000),
+            format!("{}abc{}", "\0".repeat(1023), "\r".repeat(2049)),
+        ] {
+            let want = serde_json::to_string(&text).unwrap();
+            assert_eq!(ours(&text), want);
+            assert_eq!(json_string_units(&text), js_units(&want));
+        }
     }
 
     proptest::proptest! {

@@ -119,6 +119,7 @@ pub mod error;
 pub(crate) mod idle;
 pub mod manifest;
 pub mod output;
+pub mod private_dir;
 pub mod process;
 pub mod provider;
 mod runtime;

@@ -409,6 +409,14 @@ impl<P: SandboxProvider> Handler for ProviderHandler<P> {
     ) -> Result<ResultJson, ErrorObject> {
         match method {
             Method::EnvironmentTask => environment_task(&self.0, params, cx).await,
+            Method::EnvironmentExecute => {
+                // The inputs' bounds (the protocol's one rule) before the hook sees them: a
+                // malformed or huge command line or environment is `-32602`, naming the path.
+                let text = params.map_or("{}", RawValue::get);
+                paperclip_sandbox_protocol::methods::check_execute_params_json(text)
+                    .map_err(|e| e.to_error_object())?;
+                call_hook(&self.0, method, params, cx).await
+            }
             _ => call_hook(&self.0, method, params, cx).await,
         }
     }

@@ -2,7 +2,7 @@
 //!
 //! | Key | Type | Default |
 //! |---|---|---|
-//! | `root` | absolute path of the directory holding the lease directories | env `LOCAL_PROVIDER_ROOT`, else `$TMPDIR/paperclip-local-provider` |
+//! | `root` | absolute path of the directory holding the lease directories | env `LOCAL_PROVIDER_ROOT`, else `$XDG_RUNTIME_DIR/paperclip-local-provider`, else `$TMPDIR/paperclip-local-provider-<uid>` |
 //! | `syncTimeoutMs` | whole number from 1 to [`MAX_SYNC_TIMEOUT_MS`], the transfer timeout of a sync call | [`DEFAULT_SYNC_TIMEOUT_MS`] (5 minutes) |
 //!
 //! A key that holds `null` (a field cleared in a form) reads as absent.
@@ -40,7 +40,7 @@ pub const ROOT_ENV: &str = "LOCAL_PROVIDER_ROOT";
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LocalConfig {
-    /// Absolute directory holding the lease directories (default: $LOCAL_PROVIDER_ROOT, else $TMPDIR/paperclip-local-provider).
+    /// Absolute directory holding the lease directories, private to the worker's user (default: $LOCAL_PROVIDER_ROOT, else $XDG_RUNTIME_DIR/paperclip-local-provider, else $TMPDIR/paperclip-local-provider-<uid>).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<LeaseRoot>,
     /// Transfer timeout of a native sync call, in milliseconds.
@@ -66,14 +66,16 @@ pub trait LocalSettings:
     fn sync_timeout_ms(&self) -> SyncTimeoutMs;
 
     /// The directory holding the lease directories: `root`, else `$LOCAL_PROVIDER_ROOT`, else
-    /// `$TMPDIR/paperclip-local-provider`.
+    /// the user's private default ([`default_root`](paperclip_sandbox_sdk::private_dir::default_root):
+    /// `$XDG_RUNTIME_DIR/paperclip-local-provider`, else
+    /// `$TMPDIR/paperclip-local-provider-<uid>`).
     fn resolved_root(&self) -> PathBuf {
         if let Some(root) = self.root() {
             return root.0.clone();
         }
         match std::env::var_os(ROOT_ENV) {
             Some(r) if !r.is_empty() => PathBuf::from(r),
-            _ => std::env::temp_dir().join("paperclip-local-provider"),
+            _ => paperclip_sandbox_sdk::private_dir::default_root("paperclip-local-provider"),
         }
     }
 }

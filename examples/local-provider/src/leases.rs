@@ -115,14 +115,19 @@ pub struct LeaseStore {
 }
 
 impl LeaseStore {
-    /// The store at `root`, created (`0700`) when missing. `groups` tracks the process groups
-    /// of running commands so that stop, release and destroy can end them.
+    /// The store at `root`, created (`0700`) when missing; an existing root must be a private
+    /// directory of this user, looked at without following a link
+    /// ([`ensure_private_dir`](paperclip_sandbox_sdk::private_dir::ensure_private_dir)):
+    /// another user's directory, a shared one or a link is refused, naming the path and the
+    /// fix. `groups` tracks the process groups of running commands so that stop, release and
+    /// destroy can end them.
     pub fn open(root: &Path, groups: ProcessGroups) -> Result<Self> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(root)
-            .map_err(|e| LocalError::io("create the provider root", e))?;
+        paperclip_sandbox_sdk::private_dir::ensure_private_dir(root).map_err(|e| {
+            LocalError::new(
+                ErrorKind::Io,
+                format!("the lease root {e} (config `root` or LOCAL_PROVIDER_ROOT)"),
+            )
+        })?;
         let root =
             root.canonicalize().map_err(|e| LocalError::io("resolve the provider root", e))?;
         Ok(Self { root, groups })

@@ -288,3 +288,75 @@ async fn a_channel_that_does_not_read_holds_up_neither_its_close_nor_other_lease
     let r = w.call(json!("again"), "environmentExecute", again).await;
     assert_eq!(r["result"]["exitCode"], json!(0), "{r}");
 }
+
+/// Item "bounded inputs": environment keys the host's builder never sends are refused with
+/// `-32602` naming the path, never quoting the value; 100,000 variables are refused at once
+/// and the lease serves on.
+#[tokio::test]
+async fn malformed_or_huge_execute_inputs_are_refused_and_the_lease_serves_on() {
+    let mut w = Raw::start().await;
+    let lease = w.acquire(1).await;
+    let marker = w.root.path().join("ran");
+    let script = format!("touch '{}'; echo ran", marker.display());
+    for (i, key) in ["HOME=/etc", "A=B", "=x", ""].into_iter().enumerate() {
+        let mut params = w.execute_params(&lease, &script);
+        params["env"] = json!({ key: "secret-value-x" });
+        let r = w.call(json!(format!("bad-{i}")), "environmentExecute", params).await;
+        assert_eq!(r["error"]["code"], json!(-32602), "key #{i}: {r}");
+        let message = r["error"]["message"].as_str().unwrap();
+        assert!(message.contains("params.env"), "names the path: {message}");
+        assert!(!message.contains("secret-value") && !message.contains("/etc"), "{message}");
+    }
+    assert!(!marker.exists(), "no command ran with a bad environment");
+
+    let many: serde_json::Map<String, Value> =
+        (0..100_000).map(|i| (format!("VAR_{i:06}"), json!("value"))).collect();
+    let mut params = w.execute_params(&lease, &script);
+    params["env"] = Value::Object(many);
+    let sent = Instant::now();
+    let r = w.call(json!("many"), "environmentExecute", params).await;
+    let took = sent.elapsed();
+    assert_eq!(r["error"]["code"], json!(-32602), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("params.env: more than 10000"));
+    println!("100,000 env vars refused in {took:?}");
+    assert!(!marker.exists());
+
+    // The lease still serves: the next execute and the destroy are answered.
+    let ok = w.execute_params(&lease, &script);
+    let r = w.call(json!("next"), "environmentExecute", ok).await;
+    assert_eq!(r["result"]["exitCode"], json!(0), "{r}");
+    assert!(marker.exists());
+    let destroy = w.params(json!({"providerLeaseId": lease["providerLeaseId"]}));
+    let r = w.call(json!("destroy"), "environmentDestroyLease", destroy).await;
+    assert!(r.get("result").is_some(), "{r}");
+}
+
+/// Item "private lease roots": a root another user could read — made world-accessible first
+/// (as a squatter in `/tmp` would), or a link to such a directory — is refused with an error
+/// naming the path and the fix, and no lease lands there; a missing root is created `0700`.
+#[tokio::test]
+async fn a_squatted_lease_root_is_refused_and_a_missing_one_is_created_private() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let mut w = Raw::start().await;
+    let squat = tempfile::tempdir().unwrap();
+    let shared = squat.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let link = squat.path().join("link");
+    std::os::unix::fs::symlink(&shared, &link).unwrap();
+    for (i, root) in [&shared, &link].into_iter().enumerate() {
+        let mut params = w.params(json!({"runId": "r"}));
+        params["config"]["root"] = json!(root);
+        let r = w.call(json!(format!("squat-{i}")), "environmentAcquireLease", params).await;
+        let message = r["error"]["message"].as_str().unwrap_or_else(|| panic!("refused: {r}"));
+        assert!(message.contains(&root.display().to_string()), "names the path: {message}");
+        assert!(message.contains("choose a root of your own"), "says the fix: {message}");
+        assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0, "nothing landed there");
+    }
+    let fresh = squat.path().join("fresh/root");
+    let mut params = w.params(json!({"runId": "r"}));
+    params["config"]["root"] = json!(fresh);
+    let r = w.call(json!("fresh"), "environmentAcquireLease", params).await;
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(std::fs::symlink_metadata(&fresh).unwrap().mode() & 0o777, 0o700);
+}

@@ -62,6 +62,7 @@ macro_rules! params_struct {
 
 pub mod ai_route;
 pub mod execute;
+pub mod execute_bounds;
 pub mod handshake;
 pub mod host;
 pub mod idle;
@@ -75,8 +76,8 @@ pub mod task;
 pub mod workspace;
 
 pub use self::{
-    ai_route::*, execute::*, handshake::*, host::*, idle::*, lease::*, services::*, setup::*,
-    stream::*, sync::*, task::*, workspace::*,
+    ai_route::*, execute::*, execute_bounds::*, handshake::*, host::*, idle::*, lease::*,
+    services::*, setup::*, stream::*, sync::*, task::*, workspace::*,
 };
 
 use std::fmt;
