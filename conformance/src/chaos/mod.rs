@@ -38,6 +38,8 @@ pub type Oracle = Box<dyn FnMut(&str) -> Result<Vec<String>, String> + Send>;
 pub struct ChaosSide {
     proxy: FaultProxy,
     oracle: Oracle,
+    /// The Docker-API engine behind a unix route (swept after each case).
+    engine: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for ChaosSide {
@@ -59,6 +61,22 @@ impl Chaos for ChaosSide {
     fn leaked(&mut self, environment_id: &str) -> Result<Vec<String>, String> {
         (self.oracle)(environment_id)
     }
+    fn sweep(&mut self, environment_id: &str) -> usize {
+        let Some(socket) = &self.engine else { return 0 };
+        let left = docker_containers(socket, environment_id).unwrap_or_default();
+        left.iter().filter(|id| docker_remove(socket, id).is_ok()).count()
+    }
+}
+
+/// Force-removes container `id` over a Docker-API unix socket.
+fn docker_remove(socket: &Path, id: &str) -> Result<(), String> {
+    let mut s = UnixStream::connect(socket).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
+    write!(s, "DELETE /containers/{id}?force=true HTTP/1.0\r\nHost: docker\r\n\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 /// Lists, over a Docker-API unix socket, the containers whose labels carry `environment_id`.
@@ -166,7 +184,11 @@ pub fn setup(
     let path = dir.join("chaos-config.json");
     std::fs::write(&path, config.to_string()).map_err(io)?;
     options.config_path = Some(path);
-    Ok((ChaosSide { proxy, oracle: oracle.unwrap_or(default_oracle) }, route))
+    let engine = match (&route, value.strip_prefix("unix://")) {
+        (Route::Unix(_), Some(path)) => Some(PathBuf::from(path)),
+        _ => None,
+    };
+    Ok((ChaosSide { proxy, oracle: oracle.unwrap_or(default_oracle), engine }, route))
 }
 
 /// A chaos run: [`setup`], then a stateful run with faults.

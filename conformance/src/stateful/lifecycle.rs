@@ -342,6 +342,10 @@ impl Runner<'_> {
                     _ => break,
                 }
             }
+            let swept = c.sweep(&env_id);
+            if swept > 0 {
+                Self::note(x, format!("swept {swept} leftover backend resources"));
+            }
             match left {
                 Err(why) => x.out.oracle_blind = Some(why),
                 Ok(left) => {

@@ -54,6 +54,9 @@ pub fn case_seed(seed: u64, index: u64) -> u64 {
 mod tests {
     use super::*;
 
+    /// The first draws of seed 0 in `0..2^32`.
+    const PINNED: [u64; 4] = [3_045_455_719, 2_001_118_559, 3_002_797_362, 258_433_188];
+
     #[test]
     fn one_seed_one_stream() {
         let a: Vec<u64> = (0..16).scan(Draw::new(7), |d, _| Some(d.below(1000))).collect();
@@ -63,7 +66,8 @@ mod tests {
         assert_ne!(a, c);
         assert!(a.iter().all(|x| *x < 1000));
         // The stream is pinned: a change of generator or mapping changes saved programs.
-        assert_eq!(Draw::new(0).below(1 << 32), Draw::new(0).below(1 << 32));
+        let first: Vec<u64> = (0..4).scan(Draw::new(0), |d, _| Some(d.below(1 << 32))).collect();
+        assert_eq!(first, PINNED, "the ChaCha8 stream or the range mapping changed");
         assert_ne!(case_seed(1, 0), case_seed(1, 1));
         let mut d = Draw::new(3);
         assert!((0..200).all(|_| d.weighted(&[0, 5, 0]) == 1));

@@ -31,6 +31,11 @@ pub trait Chaos {
     /// The backend resources of environment `environment_id` that exist now, or why the
     /// harness cannot see them.
     fn leaked(&mut self, environment_id: &str) -> Result<Vec<String>, String>;
+    /// Removes what the leak oracle still sees of `environment_id` directly on the backend (so
+    /// that a failing case leaves nothing billing); returns how many were removed.
+    fn sweep(&mut self, _environment_id: &str) -> usize {
+        0
+    }
 }
 
 /// Where the operations of a program come from.
