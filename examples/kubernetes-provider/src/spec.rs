@@ -3,11 +3,12 @@
 //! The Pod is least-privilege: a non-root user and group from the config (`runAsNonRoot`),
 //! every capability dropped, no privilege escalation, a read-only root file system (unless the
 //! config turns it off), no service-account token (`automountServiceAccountToken: false`), no
-//! service links, no host namespaces and no host path: the workspace, the home directory and
-//! `/tmp` are `emptyDir` volumes (`/tmp` with a size limit). CPU and memory requests equal the
-//! limits. `activeDeadlineSeconds` comes from the config, shortened to the host's
-//! `requestedExpiresAt`: the cluster itself ends the lease then. `restartPolicy: Never`: a
-//! lease whose main process died is not silently replaced by an empty one.
+//! service links, no host namespaces and no host path: the workspace, the home directory, its
+//! `.cache` (`$XDG_CACHE_HOME`) and `/tmp` are `emptyDir` volumes (`/tmp` with a size
+//! limit). CPU and memory requests equal the limits. `activeDeadlineSeconds` comes from the
+//! config, shortened to the host's `requestedExpiresAt`: the cluster itself ends the lease
+//! then. `restartPolicy: Never`: a lease whose main process died is not silently replaced by
+//! an empty one.
 
 use std::collections::BTreeMap;
 
@@ -85,12 +86,15 @@ fn pod_spec(m: &Manifest<'_>) -> Value {
             "volumeMounts": [
                 {"name": "workspace", "mountPath": s.workspace},
                 {"name": "home", "mountPath": s.home},
+                {"name": "cache", "mountPath": s.cache()},
                 {"name": "tmp", "mountPath": "/tmp"},
             ],
         }],
         "volumes": [
             {"name": "workspace", "emptyDir": {}},
             {"name": "home", "emptyDir": {}},
+            // Its own volume, so `$XDG_CACHE_HOME` exists from the start.
+            {"name": "cache", "emptyDir": {}},
             {"name": "tmp", "emptyDir": {"sizeLimit": format!("{}Mi", s.tmp_size_mb)}},
         ],
     })
