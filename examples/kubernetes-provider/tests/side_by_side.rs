@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! eval "$(.ci/kubernetes up)"
-//! cargo test -p kubernetes-provider --release --test side_by_side -- --ignored --nocapture
+//! cargo test -p kubernetes-provider --test side_by_side -- --ignored --nocapture
 //! ```
 
 mod common;
