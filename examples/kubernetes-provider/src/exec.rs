@@ -471,6 +471,15 @@ async fn attach(
     }
     match tokio::time::timeout(Duration::from_secs(10), &mut status).await {
         Ok(Some(s)) => match exit_code(&s) {
+            // Killed by a signal: by the command's own doing, or because the Pod is going
+            // away (its containers are killed); the latter is an error, not a result.
+            Some(code) if code > 128 && tag.is_some() => match pod_gone(target).await {
+                Some(why) => Err(gone(why)),
+                None => {
+                    outcome.exit_code = Some(code);
+                    Ok(outcome)
+                }
+            },
             Some(code) => {
                 outcome.exit_code = Some(code);
                 Ok(outcome)
