@@ -17,8 +17,8 @@
 //! capability dropped, no privilege escalation, a read-only root file system, no
 //! service-account token, CPU and memory limits and `activeDeadlineSeconds`; the workspace,
 //! home and `/tmp` are `emptyDir` volumes, no host path is mounted. What the Pod can reach on
-//! the network is the cluster's business (NetworkPolicies); `.ci/kubernetes` gives Pods the
-//! loopback interface only.
+//! the network is the cluster's business (NetworkPolicies); `.ci/kubernetes` connects Pods to
+//! nothing.
 //!
 //! # Capabilities
 //!
