@@ -47,20 +47,23 @@ pub enum Direction {
     Out,
 }
 
+// busybox `realpath` takes no `--` (the paths are absolute, so none starts with `-`).
+
 /// Resolves and prepares a syncIn target, then unpacks stdin: `$1` workspace, `$2` target,
 /// `$3` `directory` or `file`. Exit 90: unresolvable, 91: outside the workspace, 92/93:
 /// preparing failed.
 const PREPARE_IN: &str = "w=$1; t=$2; k=$3; p=${t%/*}; n=${t##*/}; a=$p; \
-    while [ ! -e \"$a\" ] && [ ! -L \"$a\" ]; do a=${a%/*}; done; \
-    ra=$(realpath -- \"$a\") || exit 90; case \"$ra/\" in \"$w\"/*) ;; *) exit 91 ;; esac; \
-    mkdir -p -- \"$p\" || exit 92; rp=$(realpath -- \"$p\") || exit 90; \
+    while [ -n \"$a\" ] && [ ! -e \"$a\" ] && [ ! -L \"$a\" ]; do a=${a%/*}; done; \
+    [ -n \"$a\" ] || exit 91; \
+    ra=$(realpath \"$a\") || exit 90; case \"$ra/\" in \"$w\"/*) ;; *) exit 91 ;; esac; \
+    mkdir -p -- \"$p\" || exit 92; rp=$(realpath \"$p\") || exit 90; \
     case \"$rp/\" in \"$w\"/*) ;; *) exit 91 ;; esac; r=\"$rp/$n\"; \
     if [ -L \"$r\" ]; then rm -f -- \"$r\" || exit 93; \
     elif [ \"$k\" = directory ] || [ -d \"$r\" ]; then rm -rf -- \"$r\" || exit 93; fi; \
     exec tar -x -f - -C \"$rp\"";
 
 /// Resolves a syncOut source and writes it as a tar stream: `$1` workspace, `$2` source.
-const PACK_OUT: &str = "w=$1; r=$(realpath -- \"$2\" 2>/dev/null) || exit 90; \
+const PACK_OUT: &str = "w=$1; r=$(realpath \"$2\" 2>/dev/null) || exit 90; \
     case \"$r\" in \"$w\"/*) ;; *) exit 91 ;; esac; cd -- \"${r%/*}\" || exit 90; \
     exec tar -c -f - -- \"${r##*/}\"";
 
