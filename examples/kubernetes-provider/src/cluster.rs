@@ -17,6 +17,9 @@ use tokio::time::Instant;
 /// How long a connection attempt to the API server may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long the removal of a Pod deleted with no grace may take to show.
+const FORCED_WAIT: Duration = Duration::from_secs(10);
+
 /// A failed cluster call: what was attempted, the HTTP status when the server answered, and
 /// why. Never carries a credential (kube's errors do not).
 #[derive(Debug, Clone)]
@@ -190,8 +193,11 @@ impl Cluster {
         Ok(list.items)
     }
 
-    /// Deletes the Pod `name` (grace `grace_secs`) and waits until it is gone, up to `wait`;
-    /// `Ok(false)` when there was none. Only the Pod with `uid` is deleted, when given.
+    /// Deletes the Pod `name` (grace `grace_secs`) and waits until it is gone; `Ok(false)` when
+    /// there was none. Only the Pod with `uid` is deleted, when given. A Pod still there after
+    /// `wait` (a slow node) is deleted again with no grace: the API server then removes the
+    /// object at once and the node's kubelet kills what is left of it; that removal is
+    /// confirmed too.
     pub async fn delete_pod(
         &self,
         namespace: &str,
@@ -218,16 +224,30 @@ impl Cluster {
                 return Err(e);
             }
         }
-        let until = Instant::now() + wait;
+        let mut until = Instant::now() + wait;
+        let mut forced = false;
         loop {
             match self.pod(namespace, name).await? {
                 None => return Ok(true),
                 Some(p) if uid.is_some() && p.metadata.uid.as_deref() != uid => return Ok(true),
+                Some(_) if Instant::now() >= until && !forced => {
+                    tracing::info!(pod = name, "the pod is slow to go; deleting it with no grace");
+                    forced = true;
+                    until = Instant::now() + FORCED_WAIT;
+                    let dp =
+                        DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
+                    if let Err(e) = self.pods(namespace).delete(name, &dp).await {
+                        let e = ClusterError::from_kube("delete pod", e);
+                        if !e.is_not_found() {
+                            return Err(e);
+                        }
+                    }
+                }
                 Some(_) if Instant::now() >= until => {
                     return Err(ClusterError {
                         operation: "delete pod",
                         status: None,
-                        reason: format!("the pod is still there after {} s", wait.as_secs()),
+                        reason: "the pod is still there after a delete with no grace".to_owned(),
                     })
                 }
                 Some(_) => tokio::time::sleep(Duration::from_millis(200)).await,
@@ -261,11 +281,21 @@ impl Cluster {
         // Its Pods too (a Job deleted earlier may have left them terminating).
         let selector = format!("job-name={name}");
         let until = Instant::now() + wait;
+        let hard_until = until + FORCED_WAIT;
         loop {
             let job_gone = self.job(namespace, name).await?.is_none();
             let pods = self.pods_labelled(namespace, &selector).await?;
+            let force = Instant::now() >= until;
             for p in &pods {
-                if p.metadata.deletion_timestamp.is_none() {
+                if force {
+                    if let Some(n) = p.metadata.name.as_deref() {
+                        let dp = DeleteParams {
+                            grace_period_seconds: Some(0),
+                            ..DeleteParams::default()
+                        };
+                        let _ = self.pods(namespace).delete(n, &dp).await;
+                    }
+                } else if p.metadata.deletion_timestamp.is_none() {
                     if let Some(n) = p.metadata.name.as_deref() {
                         let dp = DeleteParams {
                             grace_period_seconds: Some(1),
@@ -278,7 +308,7 @@ impl Cluster {
             if job_gone && pods.is_empty() {
                 return Ok(existed);
             }
-            if Instant::now() >= until {
+            if Instant::now() >= hard_until {
                 return Err(ClusterError {
                     operation: "delete job",
                     status: None,

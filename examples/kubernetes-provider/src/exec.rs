@@ -41,6 +41,9 @@ pub const OUTPUT_CAP_BYTES: usize = 64 * 1024 * 1024;
 /// How often the Pod of a running command is looked at.
 pub const WATCH_EVERY: Duration = Duration::from_secs(3);
 
+/// How long the exec that kills commands may take.
+const KILL_WITHIN: Duration = Duration::from_secs(10);
+
 /// How long the stream of a killed command may take to end.
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(10);
 
@@ -271,8 +274,16 @@ pub async fn kill_tags(target: Target<'_>, tags: &[String]) -> ClusterResult<()>
     let mut argv = vec!["sh".to_owned(), "-c".to_owned(), KILLER.to_owned(), "sh".to_owned()];
     argv.extend(tags.iter().cloned());
     let mut discard = Discarding;
-    Box::pin(attach(target, argv, None, &mut discard, None, None, std::future::pending())).await?;
-    Ok(())
+    let kill =
+        Box::pin(attach(target, argv, None, &mut discard, None, None, std::future::pending()));
+    match tokio::time::timeout(KILL_WITHIN, kill).await {
+        Ok(r) => r.map(|_| ()),
+        Err(_) => Err(ClusterError {
+            operation: "exec",
+            status: None,
+            reason: "the kill did not finish".into(),
+        }),
+    }
 }
 
 struct Discarding;

@@ -52,8 +52,9 @@ use crate::spec::{self, Manifest, GRACE_SECS};
 /// The lease-metadata key under which the host hands a creation-cleanup record back.
 pub const FAILED_CREATE_CLEANUP: &str = "failedCreateCleanup";
 
-/// How long a delete may take to be confirmed.
-const DELETE_WAIT: Duration = Duration::from_secs(90);
+/// How long a graceful delete may take before the Pod is deleted with no grace: short enough
+/// that the delete, a forced one after it and the answer fit a host's 30 s call timeout.
+pub const DELETE_WAIT: Duration = Duration::from_secs(12);
 
 /// Waiting reasons after which a Pod will not start without a change.
 const NEVER_STARTS: &[&str] = &[
@@ -122,16 +123,18 @@ async fn lease_object(
     })
 }
 
-/// Deletes the lease's object and waits until it (and a Job's Pod) is gone.
+/// Deletes the lease's object and waits until it (and a Job's Pod) is gone: gracefully for up to
+/// `wait`, then with no grace.
 async fn delete_object(
     cluster: &Cluster,
     namespace: &str,
     lease: &LeaseRef,
+    wait: Duration,
 ) -> Result<bool, ClusterError> {
     let name = lease.object_name();
     match lease.backend {
-        Backend::Pod => cluster.delete_pod(namespace, &name, None, GRACE_SECS, DELETE_WAIT).await,
-        Backend::Job => cluster.delete_job(namespace, &name, DELETE_WAIT).await,
+        Backend::Pod => cluster.delete_pod(namespace, &name, None, GRACE_SECS, wait).await,
+        Backend::Job => cluster.delete_job(namespace, &name, wait).await,
     }
 }
 
@@ -323,7 +326,7 @@ async fn cleanup_after_failure(
     let lease = &attempt.lease;
     let (observed, outcome) = match lease_object(cluster, ns, lease).await {
         Ok(Some(meta)) if attempt.owns(&meta) => {
-            let outcome = match delete_object(cluster, ns, lease).await {
+            let outcome = match delete_object(cluster, ns, lease, DELETE_WAIT).await {
                 Ok(_) => "the allocated object was deleted".to_owned(),
                 Err(e) => format!("deleting the allocated object failed ({e}); cleanup is pending"),
             };
@@ -392,12 +395,12 @@ pub async fn resume(
         return Ok(expired("not_owned"));
     }
     if lease_expired(&meta) {
-        delete_object(cluster, ns, &lease).await.map_err(fail)?;
+        delete_object(cluster, ns, &lease, DELETE_WAIT).await.map_err(fail)?;
         return Ok(expired("expired"));
     }
     let pod = lease_pod(cluster, ns, &lease).await.map_err(fail)?;
     let Some(pod) = pod.filter(running) else {
-        delete_object(cluster, ns, &lease).await.map_err(fail)?;
+        delete_object(cluster, ns, &lease, DELETE_WAIT).await.map_err(fail)?;
         return Ok(expired("not_running"));
     };
     let reusable = annotation(&meta, LABEL_REUSE) == Some("true");
@@ -466,7 +469,7 @@ pub async fn destroy(
                 "The object does not carry this provider's annotation; nothing was deleted",
             ));
         }
-        delete_object(cluster, ns, &lease).await.map_err(fail)?;
+        delete_object(cluster, ns, &lease, DELETE_WAIT).await.map_err(fail)?;
         tracing::info!(lease = %id, "lease deleted");
     }
     Ok(Some(TerminationReceipt::destroyed(id)))
@@ -497,7 +500,7 @@ async fn destroy_failed_create(
                     "The observed object does not carry the creation's ownership annotations; nothing was deleted",
                 ));
             }
-            delete_object(cluster, ns, &lease)
+            delete_object(cluster, ns, &lease, DELETE_WAIT)
                 .await
                 .map_err(|e| cluster_err("Deleting the lease failed", e))?;
         }

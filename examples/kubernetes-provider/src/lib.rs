@@ -322,10 +322,8 @@ impl SandboxProvider for KubernetesProvider {
         params: DestroyLeaseParams<KubernetesConfig>,
         _cx: Context,
     ) -> HookResult<DestroyLeaseResult> {
+        // Deleting the Pod ends its commands; no separate kill first.
         let (cluster, settings) = self.connect(&params.base.config).await?;
-        if let Some(id) = params.provider_lease_id.as_deref() {
-            self.cancel_work(&cluster, &settings, id).await;
-        }
         Ok(lease::destroy(&cluster, &settings, &params).await?.into())
     }
 
