@@ -17,8 +17,8 @@
 //!   without one a reusable lease keeps running (a Pod cannot be stopped and started again)
 //!   and any other is deleted. `stop_and_retain` is refused: a Pod has no stopped state that
 //!   keeps its files. `cancelActiveWork` kills the lease's running commands first.
-//! * **Destroy** deletes the Pod (or the Job and its Pod) and waits until it is gone; a
-//!   missing one is `destroyed` (idempotent). A `failedCreateCleanup` record naming only the
+//! * **Destroy** deletes the Pod (or the Job and its Pod) and waits until it is gone (after
+//!   [`DELETE_WAIT`] with no grace); a missing one is `destroyed` (idempotent). A `failedCreateCleanup` record naming only the
 //!   creation name is looked up and nothing is deleted (the observed lease id is answered);
 //!   with an observed id the object is deleted once its annotations match.
 //! * **Orphan sweep**: [`sweep`] deletes this environment's Pods and Jobs that ended or whose
