@@ -1,0 +1,462 @@
+//! Example Paperclip sandbox provider: each lease is a Pod (or a Job's Pod) on a Kubernetes
+//! cluster, driven through the API server with [`kube`] (kube-rs) — no `kubectl` is ever run.
+//!
+//! | Module | Role |
+//! |---|---|
+//! | [`config`] | the typed provider config (`namespace`, `backend`, `image`, limits…) |
+//! | [`cluster`] | the API server: connections, Pod and Job calls, typed errors |
+//! | [`owner`] | lease ids, creation names, ownership labels and annotations, the envelope |
+//! | [`spec`] | the least-privilege Pod and Job manifests |
+//! | [`lease`] | acquire / resume / release / destroy / orphan sweep |
+//! | [`exec`] | one command over the exec subresource: stdin, streamed output, timeouts |
+//! | [`sync`] | native syncIn / syncOut: tar over exec |
+//!
+//! # Isolation
+//!
+//! A lease Pod runs as a non-root user (`1000:1000` by default; `0` is refused) with every
+//! capability dropped, no privilege escalation, a read-only root file system, no
+//! service-account token, CPU and memory limits and `activeDeadlineSeconds`; the workspace,
+//! home and `/tmp` are `emptyDir` volumes, no host path is mounted. What the Pod can reach on
+//! the network is the cluster's business (NetworkPolicies); `.ci/kubernetes` connects Pods to
+//! nothing.
+//!
+//! # Capabilities
+//!
+//! `reusableLeases` (a reusable lease keeps its Pod running on release; resume returns it
+//! while it runs), `nativeSyncIn` / `nativeSyncOut` (tar over exec), `independentControlCommands`
+//! (every command is its own exec) and `incrementalSessionOutput`. No `environmentStopLease`:
+//! a Pod has no stopped state that keeps its files.
+//!
+//! # The Job backend
+//!
+//! With `backend: "job"` each lease is a `batch/v1` Job of one Pod (never retried); commands
+//! run in that Pod through exec as with the Pod backend. The lease metadata says
+//! `backend: "job"`, which makes the host narrow `nativeSyncIn` and `nativeSyncOut` off for the
+//! lease (it then moves files with commands). A Job lease cannot be resumed once its Pod
+//! ended, cannot be stopped and kept, and its Pod is named by the Job controller (the lease
+//! metadata's `podName`).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use paperclip_sandbox_sdk::prelude::*;
+use paperclip_sandbox_sdk::protocol::envelope::SyncDiagnostic;
+use paperclip_sandbox_sdk::protocol::HostProfile;
+
+pub mod cluster;
+pub mod config;
+pub mod exec;
+pub mod lease;
+pub mod owner;
+pub mod spec;
+pub mod sync;
+
+use cluster::{Cluster, Clusters};
+use config::{KubernetesConfig, Settings};
+use exec::{ActiveExecs, ExecSpec, Stream, Target};
+use owner::LeaseRef;
+
+/// The provider: API server connections and the table of running commands.
+#[derive(Debug, Default, PluginManifest)]
+#[plugin(
+    id = "paperclip-sandbox.kubernetes-provider",
+    display_name = "Kubernetes provider",
+    description = "Example Paperclip sandbox provider: least-privilege Pods (or Jobs) on a Kubernetes cluster.",
+    author = "paperclip-sandbox developers"
+)]
+#[driver(
+    key = "kubernetes",
+    display_name = "Kubernetes (Pods or Jobs)",
+    description = "Each lease is a least-privilege Pod, or a Job's Pod, on a Kubernetes cluster.",
+    config = KubernetesConfig,
+    capabilities(
+        reusableLeases,
+        nativeSyncIn,
+        nativeSyncOut,
+        independentControlCommands,
+        incrementalSessionOutput
+    ),
+    default_acquire_timeout_ms = 180_000
+)]
+pub struct KubernetesProvider {
+    clusters: Clusters,
+    active: ActiveExecs,
+    profile: Option<HostProfile>,
+    /// Where every lease with a running command lives (for shutdown).
+    running: Mutex<HashMap<String, PodAddress>>,
+}
+
+/// A Pod and the cluster it is on: kubeconfig, namespace, name.
+type PodAddress = (Option<String>, String, String);
+
+impl KubernetesProvider {
+    /// A provider answering as the host `profile` expects.
+    pub fn new(profile: HostProfile) -> Self {
+        KubernetesProvider { profile: Some(profile), ..KubernetesProvider::default() }
+    }
+
+    fn profile(&self) -> HostProfile {
+        self.profile.unwrap_or(HostProfile::Paperclip2026_11)
+    }
+
+    async fn connect(
+        &self,
+        config: &KubernetesConfig,
+    ) -> Result<(Cluster, Settings), ProviderError> {
+        let settings = Settings::new(config);
+        let cluster = self.clusters.get(settings.kubeconfig.as_deref()).await.map_err(|e| {
+            ProviderError::worker(format!("The Kubernetes API server is not reachable: {e}"))
+        })?;
+        Ok((cluster, settings))
+    }
+
+    /// The Pod running the lease's commands.
+    async fn pod_of(
+        &self,
+        cluster: &Cluster,
+        settings: &Settings,
+        lease: &Lease,
+    ) -> Result<String, ProviderError> {
+        let id =
+            lease.provider_lease_id.as_deref().filter(|s| !s.is_empty()).ok_or_else(|| {
+                ProviderError::invalid_params("lease.providerLeaseId is required")
+            })?;
+        let lease_ref = LeaseRef::parse(id).ok_or_else(|| {
+            ProviderError::invalid_params(
+                "lease.providerLeaseId is not a lease id of this provider",
+            )
+        })?;
+        if lease_ref.backend == config::Backend::Pod {
+            return Ok(lease_ref.object_name());
+        }
+        if let Some(pod) =
+            lease.metadata.as_ref().and_then(|m| m.get("podName")).and_then(Value::as_str)
+        {
+            if pod.starts_with(&lease_ref.object_name()) {
+                return Ok(pod.to_owned());
+            }
+        }
+        match lease::lease_pod(cluster, &settings.namespace, &lease_ref).await {
+            Ok(Some(p)) => Ok(p.metadata.name.unwrap_or_default()),
+            Ok(None) => {
+                Err(ProviderError::worker("The lease Pod does not exist or is not running"))
+            }
+            Err(e) => Err(ProviderError::worker(format!("Finding the lease Pod failed: {e}"))),
+        }
+    }
+
+    fn remember(&self, pod: &str, settings: &Settings) {
+        let mut map = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        map.insert(
+            format!("{}/{pod}", settings.namespace),
+            (settings.kubeconfig.clone(), settings.namespace.clone(), pod.to_owned()),
+        );
+    }
+
+    async fn cancel_work(&self, cluster: &Cluster, settings: &Settings, id: &str) -> usize {
+        let Some(lease_ref) = LeaseRef::parse(id) else { return 0 };
+        let pod = match lease_ref.backend {
+            config::Backend::Pod => lease_ref.object_name(),
+            config::Backend::Job => {
+                match lease::lease_pod(cluster, &settings.namespace, &lease_ref).await {
+                    Ok(Some(p)) => p.metadata.name.unwrap_or_default(),
+                    _ => return 0,
+                }
+            }
+        };
+        let target = Target { cluster, namespace: &settings.namespace, pod: &pod };
+        self.active.kill_all(target).await
+    }
+}
+
+/// Streams output as `execute.log`, waiting while the host's queue is full.
+struct LogSink<'a>(&'a Context);
+
+impl exec::OutputSink for LogSink<'_> {
+    async fn chunk(&mut self, stream: Stream, text: String) {
+        let stream = match stream {
+            Stream::Stdout => OutputStream::Stdout,
+            Stream::Stderr => OutputStream::Stderr,
+        };
+        self.0.send_execute_log(stream, &text).await;
+    }
+}
+
+fn sync_error(e: local_provider::LocalError) -> ProviderError {
+    if e.kind == local_provider::ErrorKind::InvalidParams {
+        return ProviderError::invalid_params(e.message);
+    }
+    let diagnostic: SyncDiagnostic = local_provider::worker::sync_diagnostic(&e);
+    ProviderError::sync(e.message, diagnostic)
+}
+
+fn diagnostic(severity: DiagnosticSeverity, code: &str, message: impl Into<String>) -> Diagnostic {
+    Diagnostic::new(severity, message).with_code(code)
+}
+
+#[paperclip_sandbox_sdk::provider]
+impl SandboxProvider for KubernetesProvider {
+    async fn shutdown(&self, _params: ShutdownParams, _cx: Context) -> HookResult<()> {
+        let running: Vec<_> =
+            self.running.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let mut killed = 0;
+        for (kubeconfig, namespace, pod) in running {
+            if let Ok(cluster) = self.clusters.get(kubeconfig.as_deref()).await {
+                killed += self
+                    .active
+                    .kill_all(Target { cluster: &cluster, namespace: &namespace, pod: &pod })
+                    .await;
+            }
+        }
+        tracing::info!(killed, "shutdown: ended the commands still running");
+        Ok(())
+    }
+
+    async fn validate_config(
+        &self,
+        params: ValidateConfigParams<KubernetesConfig>,
+        _cx: Context,
+    ) -> HookResult<ValidateConfigResult> {
+        // The SDK answered a config that does not fit `KubernetesConfig`; this one does.
+        let _: &KubernetesConfig = &params.config;
+        Ok(ValidateConfigResult::valid())
+    }
+
+    async fn probe(
+        &self,
+        params: ProbeParams<KubernetesConfig>,
+        _cx: Context,
+    ) -> HookResult<ProbeResult> {
+        let settings = Settings::new(&params.base.config);
+        let unreachable = |e: String| {
+            ProbeResult::new(false)
+                .with_summary("The Kubernetes API server is not reachable")
+                .with_diagnostic(diagnostic(DiagnosticSeverity::Error, "api_unreachable", e))
+        };
+        let cluster = match self.clusters.get(settings.kubeconfig.as_deref()).await {
+            Ok(c) => c,
+            Err(e) => return Ok(unreachable(e.to_string())),
+        };
+        let version = match cluster.version().await {
+            Ok(v) => v,
+            Err(e) => return Ok(unreachable(e.to_string())),
+        };
+        Ok(match cluster.namespace_exists(&settings.namespace).await {
+            Ok(true) => ProbeResult::new(true)
+                .with_summary("The API server answers and the namespace exists")
+                .with_diagnostic(diagnostic(
+                    DiagnosticSeverity::Info,
+                    "api_ready",
+                    format!("the API server answers (Kubernetes {version})"),
+                )),
+            Ok(false) => ProbeResult::new(false)
+                .with_summary("The configured namespace does not exist")
+                .with_diagnostic(diagnostic(
+                    DiagnosticSeverity::Error,
+                    "namespace_missing",
+                    "the configured namespace does not exist; create it first",
+                )),
+            Err(e) => ProbeResult::new(false)
+                .with_summary("The namespace could not be checked")
+                .with_diagnostic(diagnostic(
+                    DiagnosticSeverity::Error,
+                    "namespace_unknown",
+                    e.to_string(),
+                )),
+        })
+    }
+
+    async fn acquire_lease(
+        &self,
+        params: AcquireLeaseParams<KubernetesConfig>,
+        cx: Context,
+    ) -> HookResult<AcquireLeaseResult> {
+        let (cluster, settings) = self.connect(&params.base.config).await?;
+        // Sweep this environment's ended leases in the background; it never delays the acquisition.
+        let (sweeper, namespace) = (cluster.clone(), settings.namespace.clone());
+        let (company, environment) =
+            (params.base.company_id.clone(), params.base.environment_id.clone());
+        tokio::spawn(async move {
+            match lease::sweep(&sweeper, &namespace, &company, &environment).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(removed = n, "orphan sweep"),
+                Err(e) => tracing::warn!(error = %e, "orphan sweep failed"),
+            }
+        });
+        let deadline = cx.deadline().map(tokio::time::Instant::from_std);
+        lease::acquire(&cluster, &settings, &params, deadline).await
+    }
+
+    async fn resume_lease(
+        &self,
+        params: ResumeLeaseParams<KubernetesConfig>,
+        _cx: Context,
+    ) -> HookResult<ResumeLeaseResult> {
+        let (cluster, settings) = self.connect(&params.base.config).await?;
+        lease::resume(&cluster, &settings, &params).await
+    }
+
+    async fn release_lease(
+        &self,
+        params: ReleaseLeaseParams<KubernetesConfig>,
+        _cx: Context,
+    ) -> HookResult<ReleaseLeaseResult> {
+        let Some(id) = params.provider_lease_id.clone() else {
+            return Ok(Released::from(None));
+        };
+        let keeps = lease::release_keeps(&params)?;
+        let (cluster, settings) = self.connect(&params.base.config).await?;
+        if params.cancel_active_work.unwrap_or(false) {
+            let killed = self.cancel_work(&cluster, &settings, &id).await;
+            tracing::info!(lease = %id, killed, "active work cancelled before release");
+        }
+        if keeps {
+            return Ok(Released::from(None));
+        }
+        lease::destroy(&cluster, &settings, &params).await.map(Released::from)
+    }
+
+    async fn destroy_lease(
+        &self,
+        params: DestroyLeaseParams<KubernetesConfig>,
+        _cx: Context,
+    ) -> HookResult<DestroyLeaseResult> {
+        // Deleting the Pod ends its commands; no separate kill first.
+        let (cluster, settings) = self.connect(&params.base.config).await?;
+        Ok(lease::destroy(&cluster, &settings, &params).await?.into())
+    }
+
+    async fn realize_workspace(
+        &self,
+        params: RealizeWorkspaceParams<KubernetesConfig>,
+        _cx: Context,
+    ) -> HookResult<RealizeWorkspaceResult> {
+        let settings = Settings::new(&params.base.config);
+        if params.lease.provider_lease_id.as_deref().is_none_or(str::is_empty) {
+            return Err(ProviderError::invalid_params("lease.providerLeaseId is required"));
+        }
+        Ok(RealizeWorkspaceResult::new(settings.workspace))
+    }
+
+    async fn execute(
+        &self,
+        params: ExecuteParams<KubernetesConfig>,
+        cx: Context,
+    ) -> HookResult<ExecuteResult> {
+        let (cluster, settings) = self.connect(&params.base.config).await?;
+        let pod = self.pod_of(&cluster, &settings, &params.lease).await?;
+        if params.command.is_empty() {
+            return Err(ProviderError::invalid_params("command must not be empty"));
+        }
+        let mut env = spec::base_env(&settings);
+        for (k, v) in params.env.iter().flatten() {
+            if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
+                return Err(ProviderError::invalid_params(
+                    "env names must be non-empty, without '=' or NUL",
+                ));
+            }
+            env.push((k.clone(), v.clone()));
+        }
+        let mut argv = vec![params.command.clone()];
+        argv.extend(params.args.iter().flatten().cloned());
+        let spec = ExecSpec {
+            argv,
+            env,
+            cwd: params.cwd.clone().unwrap_or_else(|| settings.workspace.clone()),
+            stdin: params.stdin.as_ref().map(|s| exec::Stdin::bytes(s.clone().into_bytes())),
+            timeout: params.timeout(),
+        };
+        self.remember(&pod, &settings);
+        let cancel = cx.cancellation().clone();
+        let target = Target { cluster: &cluster, namespace: &settings.namespace, pod: &pod };
+        let out =
+            exec::run(
+                target,
+                spec,
+                &self.active,
+                LogSink(&cx),
+                async move { cancel.cancelled().await },
+            )
+            .await
+            .map_err(|e| {
+                if e.is_not_found() {
+                    ProviderError::worker(format!(
+                        "The lease Pod does not exist or is not running: {}",
+                        e.reason
+                    ))
+                } else {
+                    ProviderError::worker(format!("Running the command failed: {e}"))
+                }
+            })?;
+        let mut result = if out.raw.timed_out {
+            ExecuteResult::timed_out()
+        } else {
+            match out.raw.exit_code {
+                Some(code) => ExecuteResult::exited(code),
+                None => ExecuteResult::signaled("SIGKILL"),
+            }
+        };
+        let mut metadata = JsonObject::new();
+        for (key, on) in [
+            ("stdoutTruncated", out.stdout_truncated),
+            ("stderrTruncated", out.stderr_truncated),
+            ("cancelled", out.raw.cancelled),
+        ] {
+            if on {
+                metadata.insert(key.into(), Value::Bool(true));
+            }
+        }
+        if !metadata.is_empty() {
+            result = result.with_metadata(metadata);
+        }
+        result.stdout = out.stdout;
+        result.stderr = out.stderr;
+        Ok(result)
+    }
+
+    async fn sync_in(
+        &self,
+        params: SyncInParams<KubernetesConfig>,
+        _cx: Context,
+    ) -> HookResult<SyncResult> {
+        self.sync(sync::Direction::In, params).await
+    }
+
+    async fn sync_out(
+        &self,
+        params: SyncOutParams<KubernetesConfig>,
+        _cx: Context,
+    ) -> HookResult<SyncResult> {
+        self.sync(sync::Direction::Out, params).await
+    }
+}
+
+impl KubernetesProvider {
+    async fn sync(
+        &self,
+        direction: sync::Direction,
+        params: SyncParams<KubernetesConfig>,
+    ) -> HookResult<SyncResult> {
+        let (cluster, settings) = self.connect(&params.base.config).await?;
+        let timeout_ms = local_provider::sync::effective_timeout_ms(
+            &params,
+            self.profile(),
+            settings.sync_timeout_ms,
+        )
+        .map_err(|e| ProviderError::invalid_params(e.to_string()))?;
+        let pod = self.pod_of(&cluster, &settings, &params.lease).await?;
+        self.remember(&pod, &settings);
+        let target = Target { cluster: &cluster, namespace: &settings.namespace, pod: &pod };
+        sync::sync(
+            target,
+            &settings,
+            &self.active,
+            direction,
+            &params.operations,
+            Duration::from_millis(timeout_ms),
+        )
+        .await
+        .map_err(sync_error)
+    }
+}

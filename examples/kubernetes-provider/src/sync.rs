@@ -1,0 +1,367 @@
+//! Native `environmentSyncIn` / `environmentSyncOut`: tar streams over the exec subresource.
+//!
+//! * **Confinement.** Lease-side paths (syncIn targets, syncOut sources) must be absolute,
+//!   without `.` or `..`, and strictly below the workspace; inside the Pod the path's existing
+//!   part is resolved (`realpath`) before anything is written or read, so a symlink planted in
+//!   the workspace cannot redirect a transfer elsewhere. Host-side paths must be absolute.
+//! * **syncIn** packs the host files into a temporary tar file (the exec protocol before
+//!   Kubernetes 1.29 cannot end stdin on its own, so the length must be known first; see
+//!   [`crate::exec`]), then one exec resolves and prepares the target (a directory target is
+//!   removed first: destroy-then-replace) and runs `tar -x` on exactly those bytes.
+//! * **syncOut** is one exec that resolves the source and runs `tar -c`; its stdout streams
+//!   into the host-side unpacker, which starts only once the first bytes arrived (a missing
+//!   source never touches the host target).
+//! * Tar rules (modes, excludes, symlinks, confinement of entries) are the container example's
+//!   ([`container_provider::tarball`]).
+//! * **Order, post-upload commands, deadline.** Operations, mappings and commands apply in
+//!   array order; the first failure fails the call, naming the operation. Post-upload commands
+//!   run as `sh -c <command>` in their `cwd` (confined; default the workspace), bounded by their
+//!   `timeoutMs`; a non-zero exit fails the call. The whole call is bounded by the larger of
+//!   `minimumTimeoutMs` and `syncTimeoutMs`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bytes::Bytes;
+use container_provider::sync::confine_lexically;
+use container_provider::tarball::{self, Rules, Transfer};
+use local_provider::error::{ErrorKind, LocalError, Result};
+use local_provider::glob::Excludes;
+use paperclip_sandbox_protocol::methods::sync::{self as psync, SyncOperationResult, SyncResult};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::cluster::ClusterError;
+use crate::config::Settings;
+use crate::exec::{self, ActiveExecs, ExecSpec, RawSink, Stdin, Stream, Target};
+use crate::spec::base_env;
+
+/// The direction of a sync call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Host → lease.
+    In,
+    /// Lease → host.
+    Out,
+}
+
+// busybox `realpath` takes no `--` (the paths are absolute, so none starts with `-`).
+
+/// Resolves and prepares a syncIn target, then unpacks stdin: `$1` workspace, `$2` target,
+/// `$3` `directory` or `file`. Exit 90: unresolvable, 91: outside the workspace, 92/93:
+/// preparing failed.
+const PREPARE_IN: &str = "w=$1; t=$2; k=$3; p=${t%/*}; n=${t##*/}; a=$p; \
+    while [ -n \"$a\" ] && [ ! -e \"$a\" ] && [ ! -L \"$a\" ]; do a=${a%/*}; done; \
+    [ -n \"$a\" ] || exit 91; \
+    ra=$(realpath \"$a\") || exit 90; case \"$ra/\" in \"$w\"/*) ;; *) exit 91 ;; esac; \
+    mkdir -p -- \"$p\" || exit 92; rp=$(realpath \"$p\") || exit 90; \
+    case \"$rp/\" in \"$w\"/*) ;; *) exit 91 ;; esac; r=\"$rp/$n\"; \
+    if [ -L \"$r\" ]; then rm -f -- \"$r\" || exit 93; \
+    elif [ \"$k\" = directory ] || [ -d \"$r\" ]; then rm -rf -- \"$r\" || exit 93; fi; \
+    exec tar -x -f - -C \"$rp\"";
+
+/// Resolves a syncOut source and writes it as a tar stream: `$1` workspace, `$2` source.
+const PACK_OUT: &str = "w=$1; r=$(realpath \"$2\" 2>/dev/null) || exit 90; \
+    case \"$r\" in \"$w\"/*) ;; *) exit 91 ;; esac; cd -- \"${r%/*}\" || exit 90; \
+    exec tar -c -f - -- \"${r##*/}\"";
+
+fn cluster_error(e: ClusterError) -> LocalError {
+    let kind = if e.is_not_found() { ErrorKind::NotFound } else { ErrorKind::Io };
+    let mut err = LocalError::new(kind, e.to_string());
+    if e.status.is_none() {
+        err.os_error = Some(5); // EIO: the cluster connection failed.
+    }
+    err
+}
+
+/// Maps a failed script's exit code to the error it means.
+fn script_failure(code: Option<i64>, stderr: &str, what: &str) -> LocalError {
+    match code {
+        Some(90) => {
+            LocalError::new(ErrorKind::NotFound, format!("{what} does not exist in the Pod"))
+        }
+        Some(91) => {
+            LocalError::new(ErrorKind::Confinement, "the path resolves outside the workspace")
+        }
+        Some(code) => {
+            let detail = stderr.lines().last().unwrap_or("").chars().take(200).collect::<String>();
+            LocalError {
+                exit_code: i32::try_from(code).ok(),
+                ..LocalError::new(
+                    ErrorKind::Io,
+                    format!("tar in the Pod failed (exit {code}): {detail}"),
+                )
+            }
+        }
+        None => LocalError::new(ErrorKind::Io, "tar in the Pod did not finish"),
+    }
+}
+
+fn rules(settings: &Settings, m: &psync::FileMapping) -> Result<Rules> {
+    Ok(Rules {
+        mode: m.mode,
+        excludes: Excludes::new(m.exclude.as_deref().unwrap_or_default())?,
+        follow_symlinks: m.follow_symlinks(),
+        uid: u64::from(settings.uid),
+        gid: u64::from(settings.gid),
+    })
+}
+
+/// A temporary file removed when dropped.
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Collects stderr only.
+#[derive(Default)]
+struct Stderr(Vec<u8>);
+
+impl RawSink for Stderr {
+    async fn bytes(&mut self, stream: Stream, data: &[u8]) {
+        if stream == Stream::Stderr && self.0.len() < 64 * 1024 {
+            self.0.extend_from_slice(data);
+        }
+    }
+}
+
+async fn sync_in_mapping(
+    target: Target<'_>,
+    settings: &Settings,
+    active: &ActiveExecs,
+    m: &psync::FileMapping,
+) -> Result<Transfer> {
+    let directory = matches!(m.kind, psync::MappingKind::Directory);
+    let dest = confine_lexically(&settings.workspace, &m.target_path, "targetPath")?;
+    if !Path::new(&m.source_path).is_absolute() {
+        return Err(LocalError::invalid("sourcePath must be an absolute path"));
+    }
+    let rules = rules(settings, m)?;
+    let name = dest.rsplit('/').next().unwrap_or_default().to_owned();
+    let tmp = TempFile(
+        std::env::temp_dir()
+            .join(format!(".paperclip-kubernetes-sync-{}.tar", local_provider::random_hex(8))),
+    );
+    let (source, path) = (PathBuf::from(&m.source_path), tmp.0.clone());
+    let transfer = tokio::task::spawn_blocking(move || {
+        let file =
+            std::fs::File::create(&path).map_err(|e| LocalError::io("creating the archive", e))?;
+        let mut out = io::BufWriter::new(file);
+        let t = tarball::pack(&source, &name, directory, &rules, &mut out)?;
+        io::Write::flush(&mut out).map_err(|e| LocalError::io("writing the archive", e))?;
+        Ok::<_, LocalError>(t)
+    })
+    .await
+    .map_err(|e| LocalError::new(ErrorKind::Io, format!("packing task failed: {e}")))??;
+    let file = tokio::fs::File::open(&tmp.0)
+        .await
+        .map_err(|e| LocalError::io("reading the archive", e))?;
+    let len = file.metadata().await.map_err(|e| LocalError::io("reading the archive", e))?.len();
+    let kind = if directory { "directory" } else { "file" };
+    let spec = ExecSpec {
+        argv: ["sh", "-c", PREPARE_IN, "sh", &settings.workspace, &dest, kind]
+            .map(str::to_owned)
+            .to_vec(),
+        env: base_env(settings),
+        cwd: settings.workspace.clone(),
+        stdin: Some(Stdin { len, reader: Box::pin(file) }),
+        timeout: None,
+    };
+    let mut stderr = Stderr::default();
+    let out = exec::run_raw(target, spec, active, &mut stderr, std::future::pending())
+        .await
+        .map_err(cluster_error)?;
+    match out.exit_code {
+        Some(0) => Ok(transfer),
+        code => {
+            Err(script_failure(code, &String::from_utf8_lossy(&stderr.0), "the target's parent"))
+        }
+    }
+}
+
+/// Feeds a tar stream from stdout into the host-side unpacker, started on the first bytes.
+struct Feed {
+    target: PathBuf,
+    directory: bool,
+    rules: Option<Rules>,
+    tx: Option<mpsc::Sender<io::Result<Bytes>>>,
+    unpacker: Option<JoinHandle<Result<Transfer>>>,
+    stderr: Vec<u8>,
+}
+
+impl RawSink for Feed {
+    async fn bytes(&mut self, stream: Stream, data: &[u8]) {
+        if stream == Stream::Stderr {
+            if self.stderr.len() < 64 * 1024 {
+                self.stderr.extend_from_slice(data);
+            }
+            return;
+        }
+        if self.unpacker.is_none() {
+            let Some(rules) = self.rules.take() else { return };
+            let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(8);
+            let (target, directory) = (self.target.clone(), self.directory);
+            self.unpacker = Some(tokio::task::spawn_blocking(move || {
+                tarball::unpack(tarball::ChannelReader::new(rx), &target, directory, &rules)
+            }));
+            self.tx = Some(tx);
+        }
+        if let Some(tx) = &self.tx {
+            if tx.send(Ok(Bytes::copy_from_slice(data))).await.is_err() {
+                // The unpacker stopped (its error is the answer); keep draining.
+                self.tx = None;
+            }
+        }
+    }
+}
+
+async fn sync_out_mapping(
+    target: Target<'_>,
+    settings: &Settings,
+    active: &ActiveExecs,
+    m: &psync::FileMapping,
+) -> Result<Transfer> {
+    let directory = matches!(m.kind, psync::MappingKind::Directory);
+    let source = confine_lexically(&settings.workspace, &m.source_path, "sourcePath")?;
+    if !Path::new(&m.target_path).is_absolute() {
+        return Err(LocalError::invalid("targetPath must be an absolute path"));
+    }
+    if m.follow_symlinks() {
+        return Err(LocalError::invalid(
+            "followSymlinks is not supported on syncOut from a Pod: links are returned as links",
+        ));
+    }
+    let mut feed = Feed {
+        target: PathBuf::from(&m.target_path),
+        directory,
+        rules: Some(rules(settings, m)?),
+        tx: None,
+        unpacker: None,
+        stderr: Vec::new(),
+    };
+    let spec = ExecSpec {
+        argv: ["sh", "-c", PACK_OUT, "sh", &settings.workspace, &source]
+            .map(str::to_owned)
+            .to_vec(),
+        env: base_env(settings),
+        cwd: settings.workspace.clone(),
+        stdin: None,
+        timeout: None,
+    };
+    let out = exec::run_raw(target, spec, active, &mut feed, std::future::pending()).await;
+    // End of the stream for the unpacker, whatever happened.
+    feed.tx = None;
+    let unpacked =
+        match feed.unpacker.take() {
+            Some(u) => Some(u.await.map_err(|e| {
+                LocalError::new(ErrorKind::Io, format!("unpacking task failed: {e}"))
+            })?),
+            None => None,
+        };
+    let out = out.map_err(cluster_error)?;
+    match (out.exit_code, unpacked) {
+        (Some(0), Some(t)) => t,
+        (Some(0), None) => Err(LocalError::new(ErrorKind::Io, "tar in the Pod wrote nothing")),
+        (code, _) => {
+            Err(script_failure(code, &String::from_utf8_lossy(&feed.stderr), "sourcePath"))
+        }
+    }
+}
+
+async fn post_upload(
+    target: Target<'_>,
+    settings: &Settings,
+    active: &ActiveExecs,
+    c: &psync::PostUploadCommand,
+    deadline: Instant,
+) -> Result<()> {
+    let cwd = match &c.cwd {
+        None => settings.workspace.clone(),
+        Some(cwd) if cwd == &settings.workspace => cwd.clone(),
+        Some(cwd) => confine_lexically(&settings.workspace, cwd, "postUploadCommands[].cwd")?,
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    let timeout =
+        c.timeout_ms.filter(|&t| t > 0).map(Duration::from_millis).map_or(left, |t| t.min(left));
+    let spec = ExecSpec {
+        argv: vec!["sh".to_owned(), "-c".to_owned(), c.command.clone()],
+        env: base_env(settings),
+        cwd,
+        stdin: None,
+        timeout: Some(timeout),
+    };
+    let out = exec::run(target, spec, active, exec::Discard, std::future::pending())
+        .await
+        .map_err(cluster_error)?;
+    if out.raw.timed_out {
+        return Err(LocalError::new(ErrorKind::Timeout, "a post-upload command timed out"));
+    }
+    match out.raw.exit_code {
+        Some(0) => Ok(()),
+        code => Err(LocalError {
+            exit_code: code.and_then(|c| i32::try_from(c).ok()),
+            ..LocalError::new(
+                ErrorKind::CommandFailed,
+                format!(
+                    "a post-upload command exited with {}",
+                    code.map_or("no code".to_owned(), |c| c.to_string())
+                ),
+            )
+        }),
+    }
+}
+
+/// Applies `operations` to the lease Pod within `timeout`.
+pub async fn sync(
+    target: Target<'_>,
+    settings: &Settings,
+    active: &ActiveExecs,
+    direction: Direction,
+    operations: &[psync::SyncOperation],
+    timeout: Duration,
+) -> Result<SyncResult> {
+    let deadline = Instant::now() + timeout;
+    let work = async {
+        let mut results = Vec::with_capacity(operations.len());
+        for op in operations {
+            if direction == Direction::Out && !op.post_upload_commands().is_empty() {
+                return Err(LocalError::invalid(
+                    "a syncOut operation cannot carry postUploadCommands",
+                ));
+            }
+            let mut total = Transfer::default();
+            for (i, m) in op.files.iter().enumerate() {
+                let t = match direction {
+                    Direction::In => sync_in_mapping(target, settings, active, m).await,
+                    Direction::Out => sync_out_mapping(target, settings, active, m).await,
+                }
+                .map_err(|e| e.context(format!("operation {} mapping {i}", op.operation_id)))?;
+                total.files += t.files;
+                total.bytes += t.bytes;
+            }
+            for (i, c) in op.post_upload_commands().iter().enumerate() {
+                post_upload(target, settings, active, c, deadline).await.map_err(|e| {
+                    e.context(format!("operation {} postUploadCommands[{i}]", op.operation_id))
+                })?;
+            }
+            results.push(SyncOperationResult::new(
+                op.operation_id.clone(),
+                total.files,
+                total.bytes,
+            ));
+        }
+        Ok(SyncResult::new(results))
+    };
+    match tokio::time::timeout_at(deadline + Duration::from_secs(2), work).await {
+        Ok(r) => r,
+        Err(_) => Err(LocalError::new(
+            ErrorKind::Timeout,
+            format!("the sync did not finish within {} ms", timeout.as_millis()),
+        )),
+    }
+}
