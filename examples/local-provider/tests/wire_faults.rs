@@ -69,9 +69,13 @@ impl Raw {
     }
 
     async fn next_line(&mut self) -> Option<String> {
+        self.next_line_within(LIVENESS).await
+    }
+
+    async fn next_line_within(&mut self, guard: Duration) -> Option<String> {
         let mut line = String::new();
         let out = self.stdout.as_mut().unwrap();
-        let n = tokio::time::timeout(LIVENESS, out.read_line(&mut line)).await.unwrap().unwrap();
+        let n = tokio::time::timeout(guard, out.read_line(&mut line)).await.unwrap().unwrap();
         (n > 0).then_some(line)
     }
 
@@ -338,6 +342,17 @@ fn write_state(pid: i32) -> Option<(char, u64, bool)> {
     Some((state, cpu, wchan.contains("pipe")))
 }
 
+/// `pid`'s CPU time in clock ticks (all threads), and whether every thread is asleep.
+fn rest_state(pid: i32) -> Option<(u64, bool)> {
+    let (_, cpu, _) = write_state(pid)?;
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let asleep = tasks.flatten().all(|t| {
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        stat.rfind(')').is_some_and(|i| stat[i + 1..].trim_start().starts_with('S'))
+    });
+    Some((cpu, asleep))
+}
+
 #[tokio::test]
 async fn a_stalled_host_leaves_memory_flat() {
     let mut w = Raw::start().await;
@@ -347,21 +362,25 @@ async fn a_stalled_host_leaves_memory_flat() {
     w.send(&line.to_string()).await;
     // The host reads nothing at all now.
     let start = rss_kib(w.pid());
-    // The event after which memory must stay flat: the worker stopped reading the command (its
-    // output queue is at its bound), seen as `yes` asleep in a pipe write without using CPU over
-    // four samples in a row. Waiting for it, not for a fixed time, holds on a loaded machine.
+    // The event after which memory must stay flat: the stall has saturated the worker, seen as
+    // nothing moving over four samples in a row: `yes` asleep in a pipe write, and every thread
+    // of the worker asleep, neither using CPU. (A worker starved of CPU on a loaded machine is
+    // runnable, not asleep, so it is not mistaken for a saturated one.) Waiting for it, not for
+    // a fixed time, holds on a loaded machine.
     let saturated = Instant::now();
-    let (mut last_cpu, mut still) = (None, 0);
+    let (mut last, mut still) = (None, 0);
     while still < 4 {
-        assert!(saturated.elapsed() < LIVENESS, "the command never blocked on its pipe");
+        assert!(saturated.elapsed() < LIVENESS, "the worker and its command never came to rest");
         tokio::time::sleep(Duration::from_millis(250)).await;
         let yes = children(w.pid()).into_iter().find(|&c| {
             std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n.trim() == "yes")
         });
-        let Some((state, cpu, in_pipe)) = yes.and_then(write_state) else { continue };
-        let blocked = state == 'S' && in_pipe && last_cpu == Some(cpu);
-        still = if blocked { still + 1 } else { 0 };
-        last_cpu = Some(cpu);
+        let Some((state, yes_cpu, in_pipe)) = yes.and_then(write_state) else { continue };
+        let Some((worker_cpu, asleep)) = rest_state(w.pid()) else { continue };
+        let now = (yes_cpu, worker_cpu);
+        let at_rest = state == 'S' && in_pipe && asleep && last == Some(now);
+        still = if at_rest { still + 1 } else { 0 };
+        last = Some(now);
     }
     let at_full = rss_kib(w.pid());
     let mut peak = start.max(at_full);
@@ -417,7 +436,10 @@ async fn an_oversize_result_fits_the_host_line_limit() {
     let line = json!({"jsonrpc": "2.0", "id": "big", "method": "environmentExecute", "params": p});
     w.send(&line.to_string()).await;
     loop {
-        let line = w.next_line().await.expect("answered");
+        // 64 MiB through the worker twice (streamed, then the result line of over 128 MiB):
+        // minutes of CPU, which a machine at load 30 hands out slowly. The hang guard is 20
+        // minutes here (one line the worker builds for minutes).
+        let line = w.next_line_within(Duration::from_secs(1200)).await.expect("answered");
         if !line.starts_with(r#"{"jsonrpc":"2.0","id":"big""#) {
             continue;
         }
