@@ -26,6 +26,7 @@ mod assert;
 pub mod catalogue;
 pub mod check;
 pub mod checks;
+mod config_schema;
 pub mod context;
 pub mod error;
 pub mod host;
