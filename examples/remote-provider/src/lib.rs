@@ -69,7 +69,9 @@ impl RemoteProvider {
     fn client(&self, config: &RemoteConfig) -> Result<ApiClient, ProviderError> {
         config.check().map_err(ProviderError::invalid_params)?;
         let timeout = config.request_timeout();
-        Ok(ApiClient::new(self.http.clone(), &config.base_url, config.api_key.clone(), timeout))
+        let http = api::http_client_for(&self.http, config.ca_file.as_deref())
+            .map_err(ProviderError::invalid_params)?;
+        Ok(ApiClient::new(http, &config.base_url, config.api_key.clone(), timeout))
     }
 }
 
