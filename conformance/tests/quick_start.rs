@@ -5,7 +5,7 @@
 //! in order: `sh` blocks run as one bash script (`set -euo pipefail`), and the one `rust` block
 //! is written to `src/main.rs` at that point of the script. The documented substitutions:
 //! `git clone <repository>` becomes a symbolic link to this checkout under the same name;
-//! `cargo install … --path …` gets `--debug` and installs into the scratch directory
+//! `cargo install … --path …` gets `--debug` (for `--profile dev-tool`) and installs into the scratch directory
 //! (`CARGO_INSTALL_ROOT`, whose `bin` is put first on `PATH`, so the installed harness is the
 //! one the later steps run); every build uses this checkout's target directory
 //! (`CARGO_TARGET_DIR`, to reuse compiled dependencies), so `target/debug/` reads from there;
@@ -89,7 +89,7 @@ fn script(steps: &[Step], workspace: &Path) -> String {
                             format!("ln -s '{}' paperclip-sandbox", workspace.display())
                         }
                         ["cargo", "install", rest @ ..] if rest.contains(&"--path") => {
-                            format!("{line} --debug")
+                            format!("{} --debug", line.replace(" --profile dev-tool", ""))
                         }
                         // The harness gives the worker a host-like environment without TMPDIR;
                         // pass the test's on, so what the provider leaves under its temporary
@@ -167,7 +167,7 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     });
     let commands: String = commands.collect::<Vec<_>>().join("\n");
     for needed in [
-        "cargo install --locked --path paperclip-sandbox/conformance",
+        "cargo install --locked --profile dev-tool --path paperclip-sandbox/conformance",
         "cargo new",
         "cargo build",
         "sandbox-conformance run --",

@@ -28,6 +28,7 @@ chapters! {
     Testing => "testing.md",
     Ci => "ci.md",
     Packaging => "packaging.md",
+    Troubleshooting => "troubleshooting.md",
     ReferenceMethods => "reference/methods.md",
     ReferenceSchemas => "reference/schemas.md",
     ReferenceChecks => "reference/checks.md",
