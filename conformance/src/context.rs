@@ -113,7 +113,9 @@ pub struct RunEnv {
     /// instead of the secret, as the host flattens secret bindings to bare ids before validation
     /// so a `normalizedConfig` that echoes it leaks nothing.
     pub validate_config: Value,
-    /// The sentinel secrets planted in the config.
+    /// The secrets the run watches for in worker output: the sentinels planted in the config
+    /// (under `--secret-field` and every field the driver's `configSchema` marks
+    /// `format: "secret-ref"`), and the values `--config` gives to such fields.
     pub secrets: Vec<String>,
     /// The environment id of every call.
     pub environment_id: String,

@@ -29,6 +29,7 @@ pub mod catalogue;
 pub mod chaos;
 pub mod check;
 pub mod checks;
+mod config_schema;
 pub mod context;
 pub mod error;
 pub mod host;

@@ -559,10 +559,10 @@ mod tests {
         let t = Transcript::new("cat");
         let mut p = WorkerProcess::spawn(&sh("cat; echo oops >&2"), t.clone()).unwrap();
         assert!(p.send(b"hello\r\n".to_vec()));
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(300);
         assert_eq!(p.next_event(deadline), Some(ProcEvent::Stdout(b"hello\r".to_vec())));
         p.close_stdin();
-        assert!(p.wait_exit(Duration::from_secs(10)).is_some());
+        assert!(p.wait_exit(Duration::from_secs(300)).is_some());
         let dirs: Vec<_> = t.entries().iter().map(|e| e.dir).collect();
         assert!(dirs.starts_with(&[Direction::Send, Direction::Recv]));
     }
@@ -575,7 +575,7 @@ mod tests {
         unsafe { libc::signal(libc::SIGQUIT, libc::SIG_IGN) };
         let t = Transcript::new("sigign");
         let mut p = WorkerProcess::spawn(&sh("grep SigIgn /proc/self/status"), t).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(300);
         let line = match p.next_event(deadline) {
             Some(ProcEvent::Stdout(line)) => String::from_utf8(line).unwrap(),
             other => panic!("no SigIgn line: {other:?}"),
@@ -583,21 +583,21 @@ mod tests {
         let mask =
             u64::from_str_radix(line.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
         assert_eq!(mask & (1 << (libc::SIGQUIT - 1)), 0, "SIGQUIT ignored in the worker: {line}");
-        assert!(p.wait_exit(Duration::from_secs(10)).is_some());
+        assert!(p.wait_exit(Duration::from_secs(300)).is_some());
     }
 
     #[test]
     fn an_exit_is_reported_and_signals_kill() {
         let t = Transcript::new("exit");
         let mut p = WorkerProcess::spawn(&sh("exit 7"), t).unwrap();
-        let status = p.wait_exit(Duration::from_secs(10)).expect("exited");
+        let status = p.wait_exit(Duration::from_secs(300)).expect("exited");
         assert_eq!(status.code(), Some(7));
         assert_eq!(p.try_wait().and_then(|s| s.code()), Some(7), "the status is kept");
         assert!(!p.group_alive(), "only the exited worker was in its group");
         drop(p);
 
         let mut killed = WorkerProcess::spawn(&sh("kill -9 $$"), Transcript::new("k")).unwrap();
-        let status = killed.wait_exit(Duration::from_secs(10)).expect("exited");
+        let status = killed.wait_exit(Duration::from_secs(300)).expect("exited");
         assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
     }
 

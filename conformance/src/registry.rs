@@ -52,7 +52,9 @@ pub const CHECKS: &[Check] = &[
     check("framing.not-implemented", "WIRE-METHOD-2", "known unimplemented method answered -32004", Main, &[], framing::not_implemented),
     check("framing.oversize", "WIRE-FRAME-1", "worker survives an oversize frame", Main, &[Oversize], framing::oversize),
     check("framing.void-result-null", "WIRE-VOID-1", "void answer carries result: null", Fresh, &[], framing::void_result_null),
-    // The lifecycle group that opens a lease (validate, probe, acquire, remote cwd, realize).
+    // The lifecycle group that opens a lease (the hooks a host needs, validate, probe, acquire,
+    // remote cwd, realize).
+    check("lifecycle.lease-hooks", "LIFE-HOOKS-1", "acquire, execute and release are implemented", Main, &[], lifecycle::lease_hooks),
     check("lifecycle.validate-config", "LIFE-VALIDATE-1", "validateConfig accepts the config", Main, &[Need::Method(Method::EnvironmentValidateConfig)], lifecycle::validate_config),
     check("lifecycle.probe", "LIFE-PROBE-1", "probe answers {ok, summary?, diagnostics?}", Main, &[Need::Method(Method::EnvironmentProbe)], lifecycle::probe),
     check("lifecycle.acquire", "LIFE-ACQUIRE-1", "acquire answers a lease", Main, &[ACQUIRE], lifecycle::acquire),
@@ -163,6 +165,28 @@ pub fn matches_filter(id: &str, filter: Option<&str>) -> bool {
     }
 }
 
+/// The closest check id (or `family.*` glob, when `filter` is a glob) to a `--filter` that
+/// matches nothing, when one is close enough to be a likely typo.
+pub fn suggest_filter(filter: &str) -> Option<String> {
+    let mut candidates: Vec<String> = all().map(|c| c.id.to_owned()).collect();
+    if filter.contains(['*', '?']) {
+        candidates = all().map(|c| format!("{}.*", c.family())).collect();
+        candidates.dedup();
+    }
+    closest(filter, candidates.iter().map(String::as_str)).map(str::to_owned)
+}
+
+/// The candidate most similar to `input` (Jaro-Winkler, as clap's suggestions), when it is
+/// similar enough (0.8) to be a likely typo.
+pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(input, c), c))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
 /// A minimal glob: `*` any run, `?` any one byte.
 pub fn glob(pattern: &[u8], text: &[u8]) -> bool {
     match (pattern.first(), text.first()) {
@@ -223,5 +247,12 @@ mod tests {
         assert!(matches_filter("framing.id-echo", Some("*.id-ech?")));
         assert!(!matches_filter("framing.id-echo", Some("lifecycle.*")));
         assert!(matches_filter("x", None));
+    }
+
+    #[test]
+    fn a_mistyped_filter_gets_the_closest_id_or_family() {
+        assert_eq!(suggest_filter("lifecycle.porbe").as_deref(), Some("lifecycle.probe"));
+        assert_eq!(suggest_filter("lifecyle.*").as_deref(), Some("lifecycle.*"));
+        assert_eq!(suggest_filter("zzzzzz"), None);
     }
 }

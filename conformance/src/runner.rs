@@ -267,8 +267,41 @@ pub fn prepare(options: RunOptions) -> Result<RunEnv, HarnessError> {
         options.secret_field.clone()
     };
     config_obj.insert(field.clone(), json!(secret));
+    let mut secrets = vec![secret];
+    // Every field the schema marks `secret-ref` holds a sentinel too; a value --config gives
+    // such a field (a real secret, say) is kept and watched for like a sentinel.
+    let schema = driver.as_ref().and_then(|d| d.get("configSchema"));
+    let secret_fields = crate::config_schema::secret_fields(schema);
+    for name in &secret_fields {
+        match config_obj.get(name) {
+            None => {
+                let sentinel = format!("pcsecret-{}", crate::ids::hex(24));
+                config_obj.insert(name.clone(), json!(sentinel));
+                secrets.push(sentinel);
+            }
+            Some(Value::String(own)) if own.len() >= 8 => secrets.push(own.clone()),
+            Some(_) => {}
+        }
+    }
+    let missing = crate::config_schema::missing_required(schema, config_obj);
+    if !missing.is_empty() {
+        let fields = missing.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+        let why = match &options.config_path {
+            None => "no --config was given, so the harness sends `{}` plus its sentinel secrets: \
+                     pass --config FILE, a JSON object with these fields as the host would send \
+                     them (secrets resolved)"
+                .to_owned(),
+            Some(path) => format!("the config of --config {} lacks them", path.display()),
+        };
+        return Err(HarnessError::Usage(format!(
+            "the driver's configSchema requires {fields}; {why}"
+        )));
+    }
     let mut validate_config = config.clone();
-    validate_config[&field] = json!(crate::ids::uuid());
+    // The host flattens secret bindings to bare ids before validation.
+    for name in std::iter::once(&field).chain(&secret_fields) {
+        validate_config[name] = json!(crate::ids::uuid());
+    }
     let session = SessionConfig { call_timeout: options.call_timeout, ..SessionConfig::default() };
     Ok(RunEnv {
         options,
@@ -278,7 +311,7 @@ pub fn prepare(options: RunOptions) -> Result<RunEnv, HarnessError> {
         driver,
         config,
         validate_config,
-        secrets: vec![secret],
+        secrets,
         environment_id: format!("env-{}", crate::ids::hex(8)),
         session,
         acquire_overrides,
@@ -426,9 +459,11 @@ pub fn public_reference(req: &crate::requirements::Requirement) -> String {
 pub fn select(filter: Option<&str>) -> Result<Vec<&'static Check>, HarnessError> {
     let selected: Vec<&Check> = all().filter(|c| matches_filter(c.id, filter)).collect();
     if selected.is_empty() {
+        let filter = filter.unwrap_or_default();
+        let hint = crate::registry::suggest_filter(filter)
+            .map_or_else(String::new, |s| format!("; did you mean `{s}`?"));
         return Err(HarnessError::Usage(format!(
-            "--filter {}: no check matches (see `sandbox-conformance run --list`)",
-            filter.unwrap_or_default()
+            "--filter {filter}: no check matches{hint} (see `sandbox-conformance run --list`)"
         )));
     }
     Ok(selected)

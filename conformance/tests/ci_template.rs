@@ -39,17 +39,17 @@ fn variants() -> Vec<(Vec<&'static str>, String)> {
         ),
         (
             vec!["--from-git", URL],
-            format!("cargo install paperclip-sandbox-conformance --locked --git {URL}"),
+            format!("cargo install paperclip-sandbox-conformance --locked --profile dev-tool --git {URL}"),
         ),
         (
             vec!["--from-git", URL, "--rev", "3f2a9c1"],
             format!(
-                "cargo install paperclip-sandbox-conformance --locked --git {URL} --rev 3f2a9c1"
+                "cargo install paperclip-sandbox-conformance --locked --profile dev-tool --git {URL} --rev 3f2a9c1"
             ),
         ),
         (
             vec!["--from-path", "vendor/paperclip-sandbox/"],
-            "cargo install --locked --path vendor/paperclip-sandbox/conformance".to_owned(),
+            "cargo install --locked --profile dev-tool --path vendor/paperclip-sandbox/conformance".to_owned(),
         ),
     ]
 }

@@ -109,3 +109,33 @@ fn bad_input_exits_2_with_one_line() {
     let out = run(&["capabilities", "resolve", "/nonexistent/input.json"], "");
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Names the resolution would silently ignore are rejected (exit 2) with the closest known name:
+/// an unknown capability key, a near miss of a method or of a declaration key it reads. Other
+/// driver fields and unknown methods far from any known one stay fine.
+#[test]
+fn unknown_names_are_rejected_with_did_you_mean() {
+    let cases = [
+        (
+            json!({"declaration": {"sandboxCapabilities": {"reusableLease": true}}, "supportedMethods": []}),
+            "did you mean `reusableLeases`?",
+        ),
+        (
+            json!({"declaration": {"sandboxCapabilitie": {}}, "supportedMethods": []}),
+            "did you mean `sandboxCapabilities`?",
+        ),
+        (
+            json!({"declaration": {}, "supportedMethods": ["environmentResumeLeas"]}),
+            "did you mean `environmentResumeLease`?",
+        ),
+    ];
+    for (input, hint) in cases {
+        let (code, _, stderr) = resolve("paperclip-2026-11", &input);
+        assert_eq!(code, 2, "{input}: {stderr}");
+        assert!(stderr.contains(hint), "{input}: {stderr}");
+    }
+    let fine = json!({"declaration": {"driverKey": "k", "displayName": "K"},
+        "supportedMethods": ["someFutureMethodOfTheHost"]});
+    let (code, _, stderr) = resolve("paperclip-2026-11", &fine);
+    assert_eq!(code, 0, "{stderr}");
+}

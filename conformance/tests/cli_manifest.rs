@@ -146,3 +146,16 @@ fn usage_errors_exit_two() {
         assert!(stderr(&o).contains("error"), "{args:?}");
     }
 }
+
+#[test]
+fn an_unknown_capability_key_gets_did_you_mean() {
+    let mut m = base();
+    m["environmentDrivers"][0]["sandboxCapabilities"] = json!({"reusableLease": true});
+    let o = check_stdin(&[], &m);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("\"reusableLease\": did you mean `reusableLeases`?"),
+        "{}",
+        stdout(&o)
+    );
+}

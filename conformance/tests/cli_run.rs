@@ -111,6 +111,7 @@ macro_rules! fails_exactly {
 
 fails_exactly! {
     banner_on_stdout: HandWritten("banner-on-stdout.cjs") => ["framing.stdout-purity"];
+    no_lease_lifecycle: HandWritten("probe-and-execute-only.cjs") => ["lifecycle.lease-hooks"];
     stdin_ignored: OfficialSdk("ignores-stdin") => ["execute.stdin"];
     timeout_leaves_the_command_running: OfficialSdk("timeout-keeps-running")
         => ["execute.timeout"];
@@ -128,6 +129,8 @@ fails_exactly! {
     unadvertised_method_answers_success: HandWritten("unadvertised-success.cjs")
         => ["handshake.unadvertised-not-implemented"];
     secret_echoed_in_an_error: HandWritten("secret-in-error.cjs") => ["secrets.no-leak"];
+    secret_ref_field_echoed_in_an_error: HandWritten("secret-ref-field-in-error.cjs")
+        => ["secrets.no-leak"];
     worker_ignoring_shutdown_and_eof: HandWritten("ignores-shutdown.cjs")
         => ["shutdown.on-request", "shutdown.on-stdin-eof"];
     leases_that_cannot_be_ended: HandWritten("cannot-end-leases.cjs") => [
@@ -168,6 +171,47 @@ fn not_implemented_with_another_message_is_noted_not_failed() {
     assert_eq!(check["status"], "PASS", "{check}");
     assert!(check["notes"].to_string().contains("not the upstream SDK's message"), "{check}");
     assert_eq!(code, 0);
+}
+
+/// A provider a host cannot use (no acquire, no release) fails, and the verdict names the missing
+/// methods and their SDK hooks rather than only skipping every lease check.
+#[test]
+fn a_provider_without_the_lease_lifecycle_fails_naming_the_missing_hooks() {
+    let (code, report) = run_json("probe-and-execute-only.cjs", &[]);
+    assert_eq!(code, 1, "{report}");
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "lifecycle.lease-hooks")
+        .expect("the check ran");
+    let actual = check["actual"].as_str().unwrap();
+    for named in ["environmentAcquireLease", "`acquire_lease`", "environmentReleaseLease"] {
+        assert!(actual.contains(named), "{named} is not named: {actual}");
+    }
+    assert!(!actual.contains("environmentExecute"), "execute is there: {actual}");
+    assert_eq!(check["requirement"], "LIFE-HOOKS-1", "{check}");
+}
+
+/// A required config field without `--config` stops the run (exit 2) naming the flag and the
+/// field, not as a probe failure saying "missing field"; a required secret is planted as a
+/// sentinel, so it is not named; with a config that has the field, the run goes on.
+#[test]
+fn a_required_config_field_without_config_names_the_flag_and_the_field() {
+    let worker = broken("requires-config.cjs");
+    let out = run(&["run", "-q", "--filter", "lifecycle.probe", "--", "node", &worker]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--config") && err.contains("`region`"), "{err}");
+    assert!(!err.contains("`token`"), "the secret field is planted, not missing: {err}");
+    let dir = temp_dir("requires-config");
+    let config = dir.join("config.json");
+    std::fs::write(&config, r#"{"region": "eu"}"#).unwrap();
+    let config = config.display().to_string();
+    let args = ["run", "-q", "--config", &config, "--filter", "lifecycle.probe", "--", "node"];
+    let out = run(&[&args[..], &[worker.as_str()]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A worker with every newest upstream method, correct: each `newer.*` check runs and passes
@@ -282,6 +326,7 @@ fn banner_before_the_manifest_is_found_and_reported() {
         .find(|c| c["id"] == "framing.stdout-purity")
         .unwrap();
     assert!(purity["actual"].as_str().unwrap().contains("--manifest"), "{purity}");
+    assert!(purity["actual"].as_str().unwrap().contains("fix: write logs"), "names the fix");
     // The manifest checks ran on the manifest found among the lines.
     assert!(ids_with(&report, "PASS").contains("manifest.valid"));
 }
@@ -711,7 +756,7 @@ fn a_worker_killed_at_shutdown_leaves_no_heartbeat_behind() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(ids_with(&report, "SKIP").contains("shutdown.no-orphans"), "{report}");
     let needle = tmp.display().to_string();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     let mut left = processes_mentioning(&needle);
     while !left.is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(100));
@@ -719,4 +764,17 @@ fn a_worker_killed_at_shutdown_leaves_no_heartbeat_behind() {
     }
     assert!(left.is_empty(), "left running after the run: {left:?}");
     let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// A `--filter` that matches nothing names the closest check id (or family glob), in `run` and
+/// in `run --list`.
+#[test]
+fn a_mistyped_filter_gets_did_you_mean() {
+    let worker = broken("correct.cjs");
+    let out = run(&["run", "-q", "--filter", "lifecycle.porbe", "--", "node", &worker]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("did you mean `lifecycle.probe`?"), "{}", text(&out.stderr));
+    let out = run(&["run", "--list", "--filter", "lifecyle.*"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("did you mean `lifecycle.*`?"), "{}", text(&out.stderr));
 }

@@ -29,6 +29,7 @@ chapters! {
     Ci => "ci.md",
     Packaging => "packaging.md",
     Kubernetes => "kubernetes.md",
+    Troubleshooting => "troubleshooting.md",
     ReferenceMethods => "reference/methods.md",
     ReferenceSchemas => "reference/schemas.md",
     ReferenceChecks => "reference/checks.md",

@@ -1,61 +1,129 @@
 //! Write a Paperclip sandbox-provider plugin worker in Rust.
 //!
-//! The host spawns the worker and speaks JSON-RPC 2.0 over NDJSON on its stdin and stdout
-//!. This crate is the worker side: implement [`SandboxProvider`], declare the
+//! The host spawns the worker and speaks JSON-RPC 2.0 over NDJSON on its stdin and stdout.
+//! This crate is the worker side: implement [`SandboxProvider`], declare the
 //! plugin manifest with [`#[derive(PluginManifest)]`](macro@PluginManifest), hand the provider
 //! to [`run_plugin`], and the runtime does the rest.
 //!
+//! A complete provider, `dir-provider`: each lease is a fresh directory, commands run in it.
+//! It is the provider of the book's [Quick start] (which explains it line by line, runs the
+//! conformance harness on it and packages it), in a crate with two dependencies:
+//! `cargo add paperclip-sandbox-sdk` and `cargo add tokio --features fs`. A test keeps the
+//! two copies equal, and the Quick start's own test builds it in such a crate and runs the
+//! harness on it, which passes.
+//!
+//! [Quick start]: https://github.com/paperclip-sandbox/paperclip-sandbox/blob/main/book/src/quick-start.md
+//!
 //! ```no_run
+//! use std::path::PathBuf;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
 //! use paperclip_sandbox_sdk::prelude::*;
-//! use serde::Deserialize;
+//! use paperclip_sandbox_sdk::process::LocalCommand;
 //!
-//! /// The provider's config, as the host stores it (its JSON Schema becomes `configSchema`,
-//! /// and the hooks receive it parsed).
-//! #[derive(JsonSchema, Deserialize)]
-//! #[allow(dead_code)]
-//! struct MyConfig {
-//!     /// API token (a secret reference in the host's config form).
-//!     token: Secret,
-//! }
-//!
+//! /// Each lease is a directory `<root>/lease-…`. The derive writes the plugin manifest.
 //! #[derive(PluginManifest)]
 //! #[plugin(
-//!     id = "acme.my-sandbox",
-//!     display_name = "My Sandbox",
-//!     description = "Runs agent commands in My Sandbox.",
+//!     id = "acme.dir-provider",
+//!     display_name = "Dir provider",
+//!     description = "Runs commands in a fresh temporary directory per lease.",
 //!     author = "Acme",
 //! )]
-//! #[driver(
-//!     key = "my-sandbox",
-//!     display_name = "My Sandbox",
-//!     config = MyConfig,
-//!     capabilities(incrementalSessionOutput),
-//!     default_acquire_timeout_ms = 120_000,
-//! )]
-//! struct MyProvider;
+//! #[driver(key = "dir", display_name = "Temporary directory")]
+//! struct DirProvider {
+//!     root: PathBuf,
+//!     next: AtomicU64,
+//! }
+//!
+//! impl DirProvider {
+//!     /// The directory of a lease id this provider issued. An id is never trusted as a path.
+//!     fn lease_dir(&self, id: Option<&str>) -> HookResult<PathBuf> {
+//!         let ours = |id: &str| id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+//!         match id {
+//!             Some(id) if id.starts_with("lease-") && ours(id) => Ok(self.root.join(id)),
+//!             _ => Err(ProviderError::invalid_params("not a lease of dir-provider")),
+//!         }
+//!     }
+//! }
 //!
 //! #[provider]
-//! impl SandboxProvider for MyProvider {
-//!     async fn probe(&self, _: ProbeParams<MyConfig>, _: Context) -> HookResult<ProbeResult> {
-//!         Ok(ProbeResult::new(true))
+//! impl SandboxProvider for DirProvider {
+//!     async fn validate_config(
+//!         &self,
+//!         params: ValidateConfigParams,
+//!         _: Context,
+//!     ) -> HookResult<ValidateConfigResult> {
+//!         Ok(ValidateConfigResult::valid().with_normalized_config(params.config))
 //!     }
 //!
-//!     async fn execute(
+//!     async fn probe(&self, _: ProbeParams, _: Context) -> HookResult<ProbeResult> {
+//!         tokio::fs::create_dir_all(&self.root).await?;
+//!         Ok(ProbeResult::ok().with_summary("temporary directories are available"))
+//!     }
+//!
+//!     async fn acquire_lease(&self, _: AcquireLeaseParams, _: Context) -> HookResult<Lease> {
+//!         let n = self.next.fetch_add(1, Ordering::Relaxed);
+//!         let id = format!("lease-{}-{n}", std::process::id());
+//!         let dir = self.root.join(&id);
+//!         tokio::fs::create_dir_all(&dir).await?;
+//!         // The host runs commands that name no `cwd` in `remoteCwd`, and syncs files under it.
+//!         Ok(Lease::new(id).with_remote_cwd(dir.to_string_lossy()))
+//!     }
+//!
+//!     async fn realize_workspace(
 //!         &self,
-//!         params: ExecuteParams<MyConfig>,
+//!         params: RealizeWorkspaceParams,
+//!         _: Context,
+//!     ) -> HookResult<RealizeWorkspaceResult> {
+//!         let dir = self.lease_dir(params.lease.provider_lease_id.as_deref())?;
+//!         Ok(RealizeWorkspaceResult::new(dir.to_string_lossy()))
+//!     }
+//!
+//!     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
+//!         let dir = self.lease_dir(params.lease.provider_lease_id.as_deref())?;
+//!         let mut command = LocalCommand::new(&params.command);
+//!         command.args(params.args()).env("HOME", &dir).envs(params.env.iter().flatten());
+//!         command.current_dir(params.cwd.as_deref().map_or(dir, PathBuf::from));
+//!         command.stdin(params.stdin.clone().unwrap_or_default());
+//!         command.timeout(params.timeout());
+//!         // $HOME is the lease; its own process group, streamed, ended on timeout or shutdown.
+//!         Ok(command.execute(&cx).await?)
+//!     }
+//!
+//!     async fn release_lease(
+//!         &self,
+//!         params: ReleaseLeaseParams,
 //!         cx: Context,
-//!     ) -> HookResult<ExecuteResult> {
-//!         cx.execute_log(OutputStream::Stdout, "hello\n");
-//!         let _ = params.command;
-//!         Ok(ExecuteResult::exited(0).with_stdout("hello\n"))
+//!     ) -> HookResult<ReleaseLeaseResult> {
+//!         // Leases of this provider are never kept: releasing one destroys it.
+//!         self.destroy_lease(params, cx).await
+//!     }
+//!
+//!     async fn destroy_lease(
+//!         &self,
+//!         params: DestroyLeaseParams,
+//!         _: Context,
+//!     ) -> HookResult<DestroyLeaseResult> {
+//!         let Some(id) = params.provider_lease_id else { return Ok(Released::done()) };
+//!         match tokio::fs::remove_dir_all(self.lease_dir(Some(&id))?).await {
+//!             // Destroying twice must succeed: the host retries destroys.
+//!             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+//!             _ => Ok(Released::destroyed(id)),
+//!         }
+//!     }
+//!
+//!     async fn shutdown(&self, _: ShutdownParams, _: Context) -> HookResult<()> {
+//!         // Nothing outlives the worker: its leases go with it.
+//!         let _ = tokio::fs::remove_dir_all(&self.root).await;
+//!         Ok(())
 //!     }
 //! }
 //!
 //! fn main() -> std::io::Result<()> {
 //!     paperclip_sandbox_sdk::init_tracing();
-//!     // `my-worker --manifest [--profile paperclip-2026-09]` prints the manifest;
-//!     // without arguments the worker serves the host over stdin/stdout.
-//!     paperclip_sandbox_sdk::run_plugin(MyProvider)
+//!     let root = std::env::temp_dir().join(format!("dir-provider-{}", std::process::id()));
+//!     // Serves the host on stdin/stdout; `dir-provider --manifest` prints the manifest instead.
+//!     paperclip_sandbox_sdk::run_plugin(DirProvider { root, next: AtomicU64::new(0) })
 //! }
 //! ```
 //!

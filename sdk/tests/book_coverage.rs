@@ -50,3 +50,27 @@ fn every_chapter_file_is_in_the_summary() {
         files.iter().filter(|f| *f != "SUMMARY.md" && !entries.contains(f)).collect();
     assert!(orphans.is_empty(), "chapters not in SUMMARY.md: {orphans:?}");
 }
+
+/// The crate's front-page example (`src/lib.rs`) is the Quick start's provider, line for line:
+/// `conformance/tests/quick_start.rs` builds that in a crate with only the dependencies the
+/// page adds and runs the harness on it (which passes), so the front page compiles as written
+/// and passes too.
+#[test]
+fn the_front_page_example_is_the_quick_start_provider() {
+    let page = std::fs::read_to_string(book_src().join("quick-start.md")).unwrap();
+    let start = page.find("```rust,no_run,quickstart\n").expect("the provider block");
+    let body = &page[start..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    let provider = &body[..body.find("```\n").expect("the block ends")];
+    let lib = include_str!("../src/lib.rs");
+    let doc: String = lib
+        .lines()
+        .take_while(|l| l.starts_with("//!"))
+        .map(|l| l.strip_prefix("//! ").unwrap_or(l.strip_prefix("//!").unwrap()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let start = doc.find("```no_run\n").expect("the front-page example") + "```no_run\n".len();
+    let example = &doc[start..start + doc[start..].find("\n```").expect("it ends") + 1];
+    assert_eq!(example, provider, "sdk/src/lib.rs's example differs from the Quick start's");
+    assert!(lib.contains("book/src/quick-start.md"), "the front page links the Quick start");
+}

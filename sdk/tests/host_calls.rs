@@ -48,7 +48,7 @@ fn probe_params() -> Value {
 }
 
 async fn next_host_request(client: &TestClient) -> Request {
-    tokio::time::timeout(Duration::from_secs(10), client.next_host_request())
+    tokio::time::timeout(Duration::from_secs(300), client.next_host_request())
         .await
         .expect("a worker→host request in time")
         .expect("the worker is alive")

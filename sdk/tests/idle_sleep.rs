@@ -139,7 +139,7 @@ async fn the_seal_covers_requests_notifications_and_host_calls_until_the_owner_r
     assert!(!cx.is_cancelled(), "the hold is on");
     // The owner's release as a notification opens the worker and ends the hook's context.
     client.notify("releaseIdleSleep", json!({"ownerId": "owner"})).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(10), cx.cancellation().cancelled()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(300), cx.cancellation().cancelled()).await.unwrap();
     assert_eq!(client.call_raw("health", json!({})).await.unwrap(), json!({"status": "ok"}));
     client.notify("onEvent", json!({"event": {}})).await.unwrap();
     assert_eq!(client.call_raw("health", json!({})).await.unwrap(), json!({"status": "ok"}));
@@ -173,17 +173,19 @@ async fn a_timed_out_host_call_is_background_work_until_the_host_answers() {
     );
     // Its late answer settles it.
     client.respond(Response::success(asked.id, json!({}))).await.unwrap();
-    let mut verdict = Value::Null;
-    for i in 0..100 {
-        verdict = client.call_raw("prepareIdleSleep", hold(&format!("o{i}"))).await.unwrap()
+    // Polled until it does, under a 5-minute hang guard (no fixed count: the suite must hold on
+    // a loaded machine).
+    let settled = std::time::Instant::now();
+    for i in 0.. {
+        let verdict = client.call_raw("prepareIdleSleep", hold(&format!("o{i}"))).await.unwrap()
             ["backgroundWork"]
             .clone();
         if verdict == "none" {
             break;
         }
+        assert!(settled.elapsed() < Duration::from_secs(300), "never settled: {verdict}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(verdict, "none");
 }
 
 #[tokio::test]

@@ -370,14 +370,14 @@ async fn shutdown_answers_null_then_cancels_in_flight_calls() {
     assert_eq!(client.join().await.unwrap(), ServeEnd::Shutdown);
 }
 
-/// Waits for `cond`, failing after a generous liveness bound (10 s).
+/// Waits for `cond`, failing after a generous hang guard (5 minutes).
 async fn wait_until(cond: impl Fn() -> bool) {
     let wait = async {
         while !cond() {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(10), wait).await.expect("condition within 10 s");
+    tokio::time::timeout(Duration::from_secs(300), wait).await.expect("condition within 5 minutes");
 }
 
 #[tokio::test]

@@ -205,12 +205,20 @@ pub fn oversize(ctx: &mut Ctx<'_>) -> CheckResult {
     Ok(())
 }
 
+/// How to fix a polluted stdout, for the verdict.
+const STDOUT_FIX: &str = "fix: write logs and banners to stderr (with the Rust SDK: `tracing` \
+    through `init_tracing`, never `println!` before `run_plugin` serves; the SDK sends stray \
+    prints to stderr while it serves), and let `--manifest` print the manifest alone";
+
 /// WIRE-STDOUT-1: whole run.
 pub fn stdout_purity(ctx: &mut Ctx<'_>) -> CheckResult {
     if let Some(line) = &ctx.env.manifest_impure_line {
         return Err(fail(
             "only JSON on stdout, `<worker> --manifest` included",
-            format!("`--manifest` printed a non-JSON line before or after the manifest: {line:?}"),
+            format!(
+                "`--manifest` printed a non-JSON line before or after the manifest: {line:?}; \
+                 {STDOUT_FIX}"
+            ),
         ));
     }
     let seen = ctx.observations.lock();
@@ -219,7 +227,7 @@ pub fn stdout_purity(ctx: &mut Ctx<'_>) -> CheckResult {
         Some((session, line)) => Err(fail(
             "only JSON-RPC lines on stdout",
             format!(
-                "{} non-protocol line(s); first, from the {session} worker: {:?}",
+                "{} non-protocol line(s); first, from the {session} worker: {:?}; {STDOUT_FIX}",
                 seen.impure_lines.len(),
                 clip(line)
             ),

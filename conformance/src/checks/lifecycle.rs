@@ -1,7 +1,7 @@
 //! Lease lifecycle checks: validateConfig, probe, acquire (and its remote cwd), realize,
 //! release, resume, destroy and stop. Every lease goes through the run's ledger.
 
-use paperclip_sandbox_protocol::methods::name;
+use paperclip_sandbox_protocol::methods::{name, Method};
 use serde_json::{json, Value};
 
 use paperclip_sandbox_protocol::envelope::accept_termination_receipt;
@@ -26,6 +26,37 @@ fn receipt(result: &Value, lease: &Lease, states: &[&str], allow_void: bool) -> 
         Ok(_) => Err(format!("{}: state not in {states:?}", show(result))),
         Err(rejection) => Err(format!("{} ({rejection}; lease {:?})", show(result), lease.id)),
     }
+}
+
+/// The methods every run calls, with the SDK hook of each: the host acquires a lease, runs the
+/// agent's commands in it, and releases it.
+const LEASE_HOOKS: &[(Method, &str)] = &[
+    (Method::EnvironmentAcquireLease, "acquire_lease"),
+    (Method::EnvironmentExecute, "execute"),
+    (Method::EnvironmentReleaseLease, "release_lease"),
+];
+
+/// LIFE-HOOKS-1: without these a host cannot use the provider at all, yet every check that
+/// needs them would only be skipped; this check fails instead, naming what is missing.
+pub fn lease_hooks(ctx: &mut Ctx<'_>) -> CheckResult {
+    let missing: Vec<String> = LEASE_HOOKS
+        .iter()
+        .filter(|(method, _)| !ctx.facts.advertises(method.as_str()))
+        .map(|(method, hook)| format!("{method} (SDK hook `{hook}`)"))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(fail(
+        "supportedMethods with environmentAcquireLease, environmentExecute and \
+         environmentReleaseLease: a host acquires a lease for every run, runs commands in it and \
+         releases it",
+        format!(
+            "missing {}: implement them (in the `#[provider]` impl block with the Rust SDK); the \
+             checks that need them are skipped until then",
+            missing.join(", ")
+        ),
+    ))
 }
 
 /// LIFE-VALIDATE-1.

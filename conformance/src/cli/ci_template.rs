@@ -143,7 +143,7 @@ impl HarnessSource {
                 format!(
                     "      - name: Install the harness\n        \
                      # From git (printed with --from-git); --rev pins a commit for repeatable runs.\n        \
-                     run: cargo install paperclip-sandbox-conformance --locked --git {url}{rev}\n"
+                     run: cargo install paperclip-sandbox-conformance --locked --profile dev-tool --git {url}{rev}\n"
                 )
             }
             HarnessSource::Path(dir) => {
@@ -151,7 +151,7 @@ impl HarnessSource {
                 format!(
                     "      - name: Install the harness\n        \
                      # From the checkout of the harness's repository at {dir} (printed with --from-path).\n        \
-                     run: cargo install --locked --path {dir}/conformance\n"
+                     run: cargo install --locked --profile dev-tool --path {dir}/conformance\n"
                 )
             }
         }

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Subcommand, ValueEnum};
+use paperclip_sandbox_conformance::registry::closest;
+use paperclip_sandbox_protocol::capabilities::CAPABILITIES;
 use paperclip_sandbox_protocol::manifest::{validate, Issue, ValidationReport};
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Value};
@@ -57,6 +59,21 @@ fn check(args: &CheckArgs, value: &Value) -> Result<ExitCode, ExitCode> {
     Ok(ExitCode::from(if report.valid { EXIT_OK } else { EXIT_FAILED }))
 }
 
+/// For an unknown capability key: "did you mean" the closest key of `profile`.
+fn did_you_mean(issue: &Issue, profile: HostProfile) -> Vec<String> {
+    if issue.code != "unrecognized_keys" || !issue.path.ends_with("sandboxCapabilities") {
+        return Vec::new();
+    }
+    let known: Vec<&str> =
+        CAPABILITIES.iter().filter(|s| s.profiles.contains(&profile)).map(|s| s.key).collect();
+    // The message lists the keys quoted: `Unrecognized key(s): "a", "b"`.
+    let quoted = issue.message.split('"').skip(1).step_by(2);
+    quoted
+        .filter_map(|key| closest(key, known.iter().copied()).map(|k| (key, k)))
+        .map(|(key, k)| format!("{key:?}: did you mean `{k}`?"))
+        .collect()
+}
+
 fn issues(list: &[Issue]) -> Value {
     Value::Array(
         list.iter()
@@ -80,6 +97,9 @@ fn print_human(report: &ValidationReport, profile: HostProfile) {
     } else {
         for e in &report.errors {
             println!("{e} [{}]", e.code);
+            for hint in did_you_mean(e, profile) {
+                println!("  {hint}");
+            }
         }
     }
     for w in &report.warnings {

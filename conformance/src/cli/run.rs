@@ -131,10 +131,10 @@ pub(crate) fn emit(text: &str) {
 fn list(args: &RunArgs) -> ExitCode {
     let checks: Vec<_> = all().filter(|c| matches_filter(c.id, args.filter.as_deref())).collect();
     if checks.is_empty() {
-        return fail_usage(format!(
-            "--filter {}: no check matches",
-            args.filter.as_deref().unwrap_or_default()
-        ));
+        let filter = args.filter.as_deref().unwrap_or_default();
+        let hint = paperclip_sandbox_conformance::registry::suggest_filter(filter)
+            .map_or_else(String::new, |s| format!("; did you mean `{s}`?"));
+        return fail_usage(format!("--filter {filter}: no check matches{hint}"));
     }
     if args.format == Format::Json {
         let rows: Vec<_> = checks

@@ -92,17 +92,41 @@ pub fn temp_dir(prefix: &str, name: &str) -> PathBuf {
 
 /// Runs the built `sandbox-conformance` binary with `args` and no stdin.
 pub fn harness(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the binary runs")
+    with_private_tmp(args, |args| {
+        Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("the binary runs")
+    })
 }
 
 /// Runs the built `sandbox-conformance` binary with `args`, writing `stdin` (when given) to its
 /// standard input and then closing it.
 pub fn harness_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
-    piped(Command::new(env!("CARGO_BIN_EXE_sandbox-conformance")).args(args), stdin)
+    with_private_tmp(args, |args| {
+        piped(Command::new(env!("CARGO_BIN_EXE_sandbox-conformance")).args(args), stdin)
+    })
+}
+
+/// Runs `f` with `args`; a `run` naming a worker (after `--`) and no `TMPDIR` of its own gets
+/// `--env TMPDIR=<a fresh directory>`, removed afterwards: the fixture workers keep their
+/// leases under `$TMPDIR` (`pcconf-fixture-*`), and a worker the harness kills cannot clean up,
+/// so the suite would leave those directories in the system temp directory.
+fn with_private_tmp<T>(args: &[&str], f: impl FnOnce(&[&str]) -> T) -> T {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let dash = args.iter().position(|a| *a == "--");
+    let own_tmp = args.iter().any(|a| a.starts_with("TMPDIR="));
+    let (Some(dash), Some(&"run"), false) = (dash, args.first(), own_tmp) else { return f(args) };
+    let dir = temp_dir("tmp", &RUNS.fetch_add(1, Ordering::Relaxed).to_string());
+    let env = format!("TMPDIR={}", dir.display());
+    let mut with_env = args[..dash].to_vec();
+    with_env.extend(["--env", env.as_str()]);
+    with_env.extend_from_slice(&args[dash..]);
+    let out = f(&with_env);
+    let _ = std::fs::remove_dir_all(&dir);
+    out
 }
 
 /// Runs `node validate.mjs` of the shared-validator interop project `dir` on the NDJSON

@@ -47,6 +47,7 @@ fn cannot_run(why: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a container engine: DOCKER_HOST and PAPERCLIP_CONTAINER_IMAGE (see the README)"]
 async fn the_bare_harness_command_exits_0_under_both_profiles_and_leaves_no_container() {
     let Some(_) = target() else { return };
     // Where the worker's default discovery leads (the test's own XDG_RUNTIME_DIR aside, the

@@ -51,6 +51,7 @@ async fn vanishing_proxy(engine_socket: String) -> (tempfile::TempDir, String, A
 }
 
 #[tokio::test]
+#[ignore = "needs a container engine: DOCKER_HOST and PAPERCLIP_CONTAINER_IMAGE (see the README)"]
 async fn engine_gone_mid_acquire_answers_the_cleanup_envelope_and_destroy_resolves_it() {
     let Some(t) = target() else { return };
     let Some(socket) = t.docker_host.strip_prefix("unix://").map(str::to_owned) else {
@@ -106,6 +107,7 @@ async fn destroy_envelope(w: &mut Wire, engine: &Engine, name: &str, record: &se
 }
 
 #[tokio::test]
+#[ignore = "needs a container engine: DOCKER_HOST and PAPERCLIP_CONTAINER_IMAGE (see the README)"]
 async fn a_container_removed_behind_the_providers_back_resumes_as_expired() {
     let Some(t) = target() else { return };
     let engine = t.engine().await;
@@ -129,6 +131,7 @@ async fn a_container_removed_behind_the_providers_back_resumes_as_expired() {
 }
 
 #[tokio::test]
+#[ignore = "needs a container engine: DOCKER_HOST and PAPERCLIP_CONTAINER_IMAGE (see the README)"]
 async fn a_worker_killed_mid_execute_leaves_nothing_after_the_next_destroy() {
     let Some(t) = target() else { return };
     let engine = t.engine().await;
@@ -160,6 +163,7 @@ unsafe fn libc_kill(pid: i32) {
 }
 
 #[tokio::test]
+#[ignore = "needs a container engine: DOCKER_HOST and PAPERCLIP_CONTAINER_IMAGE (see the README)"]
 async fn an_expiry_is_enforced_by_the_engine_and_the_next_acquire_sweeps_dead_leases() {
     let Some(t) = target() else { return };
     let engine = t.engine().await;
@@ -170,7 +174,7 @@ async fn an_expiry_is_enforced_by_the_engine_and_the_next_acquire_sweeps_dead_le
     let lease = w.acquire_with(json!({"requestedExpiresAt": soon})).await;
     let expiring = lease["providerLeaseId"].as_str().unwrap().to_owned();
     assert_eq!(lease["expiresAt"], json!(soon), "{lease}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     loop {
         let c = engine.inspect(&expiring).await.unwrap().expect("still there until swept");
         if !container_provider::engine::is_running(&c) {
@@ -188,7 +192,7 @@ async fn an_expiry_is_enforced_by_the_engine_and_the_next_acquire_sweeps_dead_le
     assert_eq!(w.ok("environmentReleaseLease", p).await["state"], json!("stopped"));
     // The next acquire in the environment sweeps both (in the background).
     let fresh = w.acquire().await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     loop {
         let mut left = containers_of(&engine, "company-sweep").await;
         left.sort();
@@ -220,11 +224,13 @@ fn is_start_request(chunk: &[u8]) -> bool {
 }
 
 /// A socket in front of the engine that forwards everything, but holds every container start
-/// request for `delay` before forwarding it (a slow engine). Requests on one connection are
-/// sequential (HTTP/1.1 without pipelining), so each begins a read.
+/// request for `delay` before forwarding it (a slow engine); `forwarded` is set once a held
+/// start has been forwarded. Requests on one connection are sequential (HTTP/1.1 without
+/// pipelining), so each begins a read.
 async fn slow_start_proxy(
     engine_socket: String,
     delay: std::time::Duration,
+    forwarded: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("slow.sock");
@@ -233,6 +239,7 @@ async fn slow_start_proxy(
         loop {
             let Ok((client, _)) = listener.accept().await else { return };
             let engine_socket = engine_socket.clone();
+            let forwarded = forwarded.clone();
             tokio::spawn(async move {
                 let Ok(upstream) = UnixStream::connect(&engine_socket).await else { return };
                 let (mut from_client, mut to_client) = client.into_split();
@@ -247,11 +254,15 @@ async fn slow_start_proxy(
                         Ok(0) | Err(_) => break,
                         Ok(n) => n,
                     };
-                    if is_start_request(&buf[..n]) {
+                    let start = is_start_request(&buf[..n]);
+                    if start {
                         tokio::time::sleep(delay).await;
                     }
                     if to_engine.write_all(&buf[..n]).await.is_err() {
                         break;
+                    }
+                    if start {
+                        forwarded.store(true, std::sync::atomic::Ordering::SeqCst);
                     }
                 }
                 let _ = to_engine.shutdown().await;
@@ -262,6 +273,7 @@ async fn slow_start_proxy(
 }
 
 #[tokio::test]
+#[ignore = "needs a container engine: DOCKER_HOST and PAPERCLIP_CONTAINER_IMAGE (see the README)"]
 async fn an_acquisition_budget_that_runs_out_answers_the_cleanup_envelope_and_destroy_leaves_nothing(
 ) {
     let Some(t) = target() else { return };
@@ -270,8 +282,11 @@ async fn an_acquisition_budget_that_runs_out_answers_the_cleanup_envelope_and_de
         return;
     };
     let engine = t.engine().await;
-    let hold = std::time::Duration::from_secs(5);
-    let (_dir, proxy) = slow_start_proxy(socket, hold).await;
+    // Long enough that, even on a loaded machine, the 1 s budget runs out while the start is
+    // held: the test asserts that order of events, not a wall-clock bound.
+    let hold = std::time::Duration::from_secs(20);
+    let forwarded = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (_dir, proxy) = slow_start_proxy(socket, hold, forwarded.clone()).await;
     let mut slow = t.clone();
     slow.docker_host = proxy;
     let mut w = Wire::start(&slow, "company-budget").await;
@@ -283,7 +298,10 @@ async fn an_acquisition_budget_that_runs_out_answers_the_cleanup_envelope_and_de
     let started = std::time::Instant::now();
     let (_, resp) = w.call("environmentAcquireLease", p).await;
     let took = started.elapsed();
-    assert!(took < hold, "the answer came within the budget, not after the start: {took:?}");
+    assert!(
+        !forwarded.load(std::sync::atomic::Ordering::SeqCst),
+        "the answer came after the held start reached the engine, not at the budget: {took:?}"
+    );
     let error = &resp["error"];
     assert_eq!(error["code"], json!(-32002), "{resp}");
     let message = error["message"].as_str().unwrap();
@@ -304,13 +322,18 @@ async fn an_acquisition_budget_that_runs_out_answers_the_cleanup_envelope_and_de
     // The host destroys the envelope: destroyed, and nothing is left, also once the held
     // start request has reached the engine.
     destroy_envelope(&mut w, &engine, &name, cleanup).await;
-    tokio::time::sleep(hold.saturating_sub(started.elapsed()) + hold / 5).await;
+    while !forwarded.load(std::sync::atomic::Ordering::SeqCst) {
+        assert!(started.elapsed() < hold + common::LIVENESS, "the held start never went on");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     assert!(engine.inspect(&name).await.unwrap().is_none());
     assert!(containers_of(&engine, "company-budget").await.is_empty());
     w.shutdown().await;
 }
 
 #[tokio::test]
+#[ignore = "needs a container engine: DOCKER_HOST and PAPERCLIP_CONTAINER_IMAGE (see the README)"]
 async fn a_probe_without_the_image_answers_not_ok_naming_the_image() {
     let Some(t) = target() else { return };
     let mut absent = t.clone();
@@ -346,7 +369,7 @@ async fn a_probe_of_an_unreachable_engine_answers_not_ok() {
         let mut w = Wire::start(&target, "company-unreachable").await;
         let started = std::time::Instant::now();
         let probe = w.ok("environmentProbe", w.params(json!({}))).await;
-        assert!(started.elapsed() < std::time::Duration::from_secs(30), "answered promptly");
+        assert!(started.elapsed() < std::time::Duration::from_secs(300), "answered (no hang)");
         assert_eq!(probe["ok"], json!(false), "{probe}");
         assert_eq!(probe["summary"], json!("The container engine is not reachable"), "{probe}");
         assert_eq!(probe["diagnostics"][0]["code"], json!("engine_unreachable"), "{probe}");

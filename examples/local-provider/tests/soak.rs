@@ -75,7 +75,7 @@ async fn lifecycles_leave_rss_fds_and_lease_dirs_flat() {
         stdin.flush().await.unwrap();
         let mut answers = std::collections::HashMap::new();
         while answers.len() < ids.len() {
-            let line = tokio::time::timeout(Duration::from_secs(60), stdout.next_line())
+            let line = tokio::time::timeout(Duration::from_secs(300), stdout.next_line())
                 .await
                 .expect("answered in time")
                 .unwrap()
@@ -136,7 +136,7 @@ async fn lifecycles_leave_rss_fds_and_lease_dirs_flat() {
     assert!(fds1 <= fds0 + 2, "descriptors grew from {fds0} to {fds1}");
     assert_eq!(leases(root.path()), 0, "every lease directory was destroyed");
     drop(stdin);
-    let status = paperclip_sandbox_sdk::testing::wait_exit(&mut child, Duration::from_secs(30))
+    let status = paperclip_sandbox_sdk::testing::wait_exit(&mut child, Duration::from_secs(300))
         .await
         .unwrap()
         .expect("the worker exits after stdin EOF");

@@ -11,7 +11,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_local-provider");
-const LIVENESS: Duration = Duration::from_secs(30);
+/// The hang guard (5 minutes: the suite must pass under heavy load; reaching it is a hang).
+const LIVENESS: Duration = Duration::from_secs(300);
 
 struct Raw {
     child: Child,
@@ -68,9 +69,13 @@ impl Raw {
     }
 
     async fn next_line(&mut self) -> Option<String> {
+        self.next_line_within(LIVENESS).await
+    }
+
+    async fn next_line_within(&mut self, guard: Duration) -> Option<String> {
         let mut line = String::new();
         let out = self.stdout.as_mut().unwrap();
-        let n = tokio::time::timeout(LIVENESS, out.read_line(&mut line)).await.unwrap().unwrap();
+        let n = tokio::time::timeout(guard, out.read_line(&mut line)).await.unwrap().unwrap();
         (n > 0).then_some(line)
     }
 
@@ -103,11 +108,12 @@ impl Raw {
         v["result"].clone()
     }
 
-    /// Starts `sh -c 'sleep 30 & wait'`-like command and returns (shell pid, sleep pid) from
-    /// its streamed output.
+    /// Starts `sh -c 'sleep 86400 & wait'`-like command and returns (shell pid, sleep pid) from
+    /// its streamed output. The command outlasts every hang guard: a worker that exits while
+    /// it runs did not wait for it.
     async fn start_command(&mut self, lease: &Value) -> (i32, i32) {
         let p = self.params(json!({"lease": lease, "command": "sh",
-            "args": ["-c", "sleep 30 & echo \"pids $$ $!\"; wait"]}));
+            "args": ["-c", "sleep 86400 & echo \"pids $$ $!\"; wait"]}));
         let line =
             json!({"jsonrpc": "2.0", "id": "exec", "method": "environmentExecute", "params": p});
         self.send(&line.to_string()).await;
@@ -146,11 +152,12 @@ fn gone_within(pids: &[i32], bound: Duration) -> bool {
     !pids.iter().any(|&p| alive(p))
 }
 
-/// How long the worker may take to exit after a signal, stdin EOF or a closed stdout with a
-/// command running: the runtime's shutdown grace (the worker keeps the SDK default) for the
-/// cancelled hooks and their commands, plus 2 s for the rest (answers, flush, exit).
-fn exit_bound() -> Duration {
-    paperclip_sandbox_sdk::DEFAULT_SHUTDOWN_GRACE + Duration::from_secs(2)
+/// The runtime's shutdown grace (the worker keeps the SDK default), printed beside the measured
+/// exit times. The tests assert the order of events (the worker exits while its command, which
+/// never ends on its own, still runs; the command is then gone), not a wall-clock bound: on a
+/// loaded machine any fixed bound fails.
+fn grace() -> Duration {
+    paperclip_sandbox_sdk::DEFAULT_SHUTDOWN_GRACE
 }
 
 fn signal(pid: i32, sig: i32) {
@@ -165,7 +172,7 @@ async fn signal_ends_commands(sig: i32) -> Duration {
     assert!(alive(sh) && alive(sleep));
     signal(w.pid(), sig);
     let (_, took) = w.wait_exit().await;
-    assert!(gone_within(&[sh, sleep], Duration::from_secs(10)), "signal {sig}: a command survived");
+    assert!(gone_within(&[sh, sleep], LIVENESS), "signal {sig}: a command survived");
     took
 }
 
@@ -191,12 +198,11 @@ async fn sigterm_and_sigint_shut_down_and_end_running_commands() {
         let took = sent.elapsed();
         assert_eq!(status.code(), Some(0), "signal {sig}: {status:?}");
         eprintln!(
-            "signal {sig}: exited {} ms after the signal, a command running (bound {} ms)",
+            "signal {sig}: exited {} ms after the signal, a command running (grace {} ms)",
             took.as_millis(),
-            exit_bound().as_millis()
+            grace().as_millis()
         );
-        assert!(took <= exit_bound(), "signal {sig}: exit took {took:?}");
-        assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
+        assert!(gone_within(&[sh, sleep], LIVENESS));
     }
 }
 
@@ -249,7 +255,6 @@ async fn sigterm_ends_a_worker_whose_host_floods_it_with_requests() {
     );
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert!(probes > 0 && requests >= answers, "{requests} sent, {answers} answered");
-    assert!(took <= exit_bound(), "exit took {took:?}");
 }
 
 #[tokio::test]
@@ -272,12 +277,11 @@ async fn stdin_eof_ends_the_worker_and_its_commands() {
     let took = closed.elapsed();
     assert_eq!(status.code(), Some(0));
     eprintln!(
-        "stdin EOF: exited {} ms after EOF with a command running (bound {} ms)",
+        "stdin EOF: exited {} ms after EOF with a command running (grace {} ms)",
         took.as_millis(),
-        exit_bound().as_millis()
+        grace().as_millis()
     );
-    assert!(took <= exit_bound(), "the worker waited for the command: {took:?}");
-    assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
+    assert!(gone_within(&[sh, sleep], LIVENESS));
 }
 
 #[tokio::test]
@@ -292,12 +296,11 @@ async fn a_closed_stdout_ends_the_worker_and_its_commands() {
     let took = sent.elapsed();
     assert_eq!(status.code(), Some(0));
     eprintln!(
-        "closed stdout: exited {} ms after the request whose answer failed to write (bound {} ms)",
+        "closed stdout: exited {} ms after the request whose answer failed to write (grace {} ms)",
         took.as_millis(),
-        exit_bound().as_millis()
+        grace().as_millis()
     );
-    assert!(took <= exit_bound(), "exit took {took:?}");
-    assert!(gone_within(&[sh, sleep], Duration::from_secs(10)));
+    assert!(gone_within(&[sh, sleep], LIVENESS));
 }
 
 fn rss_kib(pid: i32) -> u64 {
@@ -306,17 +309,49 @@ fn rss_kib(pid: i32) -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-/// The seconds the stall test lets the host not read (`STALL_SECS`, default 20, at least 3).
-/// Cheap: the command blocks on its full pipe, so the worker idles, and the test runs beside
-/// the symlink race, which takes about as long.
+/// The seconds the stall test lets the host not read once the worker is saturated
+/// (`STALL_SECS`, default 20, at least 3). Cheap: the command blocks on its full pipe, so the
+/// worker idles, and the test runs beside the symlink race, which takes about as long.
 fn stall() -> Duration {
     let secs = std::env::var("STALL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     Duration::from_secs(secs.max(3))
 }
 
-/// After the first seconds of a stall (the output queue filling up to its bound), the worker's
-/// RSS may grow by less than this.
+/// Once the stall has saturated the worker (its output queue full, the command blocked on its
+/// pipe), the worker's RSS may grow by less than this.
 const STALL_GROWTH_KIB: u64 = 16 * 1024;
+
+/// The children of `pid` (every thread's).
+fn children(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    let mut out = Vec::new();
+    for task in tasks.flatten() {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        out.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+    }
+    out
+}
+
+/// `pid`'s state letter, CPU time in clock ticks, and whether it sleeps in a pipe write.
+fn write_state(pid: i32) -> Option<(char, u64, bool)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    let cpu = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+    Some((state, cpu, wchan.contains("pipe")))
+}
+
+/// `pid`'s CPU time in clock ticks (all threads), and whether every thread is asleep.
+fn rest_state(pid: i32) -> Option<(u64, bool)> {
+    let (_, cpu, _) = write_state(pid)?;
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let asleep = tasks.flatten().all(|t| {
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        stat.rfind(')').is_some_and(|i| stat[i + 1..].trim_start().starts_with('S'))
+    });
+    Some((cpu, asleep))
+}
 
 #[tokio::test]
 async fn a_stalled_host_leaves_memory_flat() {
@@ -326,28 +361,45 @@ async fn a_stalled_host_leaves_memory_flat() {
     let line = json!({"jsonrpc": "2.0", "id": "yes", "method": "environmentExecute", "params": p});
     w.send(&line.to_string()).await;
     // The host reads nothing at all now.
-    let stalled = Instant::now();
     let start = rss_kib(w.pid());
-    let (mut peak, mut at_2s) = (start, None);
+    // The event after which memory must stay flat: the stall has saturated the worker, seen as
+    // nothing moving over four samples in a row: `yes` asleep in a pipe write, and every thread
+    // of the worker asleep, neither using CPU. (A worker starved of CPU on a loaded machine is
+    // runnable, not asleep, so it is not mistaken for a saturated one.) Waiting for it, not for
+    // a fixed time, holds on a loaded machine.
+    let saturated = Instant::now();
+    let (mut last, mut still) = (None, 0);
+    while still < 4 {
+        assert!(saturated.elapsed() < LIVENESS, "the worker and its command never came to rest");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let yes = children(w.pid()).into_iter().find(|&c| {
+            std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n.trim() == "yes")
+        });
+        let Some((state, yes_cpu, in_pipe)) = yes.and_then(write_state) else { continue };
+        let Some((worker_cpu, asleep)) = rest_state(w.pid()) else { continue };
+        let now = (yes_cpu, worker_cpu);
+        let at_rest = state == 'S' && in_pipe && asleep && last == Some(now);
+        still = if at_rest { still + 1 } else { 0 };
+        last = Some(now);
+    }
+    let at_full = rss_kib(w.pid());
+    let mut peak = start.max(at_full);
+    let stalled = Instant::now();
     while stalled.elapsed() < stall() {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let rss = rss_kib(w.pid());
-        if at_2s.is_none() && stalled.elapsed() >= Duration::from_secs(2) {
-            at_2s = Some(rss);
-        }
-        peak = peak.max(rss);
+        peak = peak.max(rss_kib(w.pid()));
     }
-    let at_2s = at_2s.unwrap();
     eprintln!(
-        "stalled host: RSS {start} KiB at start, {at_2s} KiB at 2 s, peak {peak} KiB over {:?} \
-         (growth after 2 s: {} KiB, bound {STALL_GROWTH_KIB} KiB)",
+        "stalled host: RSS {start} KiB at start, {at_full} KiB once saturated ({:?}), peak {peak} \
+         KiB over {:?} more (growth: {} KiB, bound {STALL_GROWTH_KIB} KiB)",
+        saturated.elapsed() - stalled.elapsed(),
         stall(),
-        peak - at_2s
+        peak - at_full
     );
     assert!(peak < 200 * 1024, "RSS grew to {peak} KiB while the host stalled");
     assert!(
-        peak - at_2s < STALL_GROWTH_KIB,
-        "RSS kept growing while the host stalled: {at_2s} KiB at 2 s, peak {peak} KiB"
+        peak - at_full < STALL_GROWTH_KIB,
+        "RSS kept growing while the host stalled: {at_full} KiB once saturated, peak {peak} KiB"
     );
     // Reading again, the worker is still serving: shut it down.
     w.stdin = None;
@@ -384,7 +436,10 @@ async fn an_oversize_result_fits_the_host_line_limit() {
     let line = json!({"jsonrpc": "2.0", "id": "big", "method": "environmentExecute", "params": p});
     w.send(&line.to_string()).await;
     loop {
-        let line = w.next_line().await.expect("answered");
+        // 64 MiB through the worker twice (streamed, then the result line of over 128 MiB):
+        // minutes of CPU, which a machine at load 30 hands out slowly. The hang guard is 20
+        // minutes here (one line the worker builds for minutes).
+        let line = w.next_line_within(Duration::from_secs(1200)).await.expect("answered");
         if !line.starts_with(r#"{"jsonrpc":"2.0","id":"big""#) {
             continue;
         }

@@ -60,15 +60,19 @@ async fn background_work_is_present_while_a_command_runs_and_none_when_idle() {
     let lease = w.ok(json!(2), "environmentAcquireLease", w.params(json!({"runId": "r"}))).await;
     let host_lease =
         json!({"providerLeaseId": lease["providerLeaseId"], "metadata": lease["metadata"]});
-    // A command that runs until the test is done with it.
+    // A command that runs until the test is done with it: it says it runs, then waits for a
+    // file (events, not a fixed sleep: the test holds on a loaded machine).
+    let stop = w.root.path().join("stop");
+    let script = format!("echo up; while [ ! -e '{}' ]; do sleep 0.05; done", stop.display());
     let exec = json!({"jsonrpc": "2.0", "id": 3, "method": "environmentExecute",
-        "params": w.params(json!({"lease": host_lease, "command": "sleep", "args": ["3"]}))});
+        "params": w.params(json!({"lease": host_lease, "command": "sh", "args": ["-c", script]}))});
     w.send(&exec.to_string()).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    while w.next().await.expect("stdout open")["method"] != json!("execute.log") {}
     let busy = w.ok(json!(4), "prepareIdleSleep", hold("owner-busy")).await;
     assert_eq!(busy["backgroundWork"], json!("present"), "{busy}");
     // "present" does not seal.
     w.ok(json!(5), "health", json!({})).await;
+    std::fs::write(&stop, "").unwrap();
     let (_, done) = w.until_response(&json!(3)).await;
     assert_eq!(done["result"]["exitCode"], json!(0), "{done}");
 
@@ -103,7 +107,7 @@ async fn a_background_process_left_by_a_command_is_background_work() {
         w.params(json!({"providerLeaseId": lease["providerLeaseId"]})),
     )
     .await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
     let mut id = 6;
     loop {
         let idle = w.ok(json!(id), "prepareIdleSleep", hold(&format!("o{id}"))).await;

@@ -233,6 +233,46 @@ impl ApiError {
     }
 }
 
+/// The HTTP client of the API: rustls, trusting the system's root certificates and, when
+/// `ca_pem` is given (the contents of `config.caFile`), the certificate authorities it holds.
+/// There is no way to skip certificate verification. The error names the config key, never
+/// the file's contents.
+pub fn http_client(ca_pem: Option<&[u8]>) -> Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder().use_rustls_tls();
+    if let Some(pem) = ca_pem {
+        let certificates = reqwest::Certificate::from_pem_bundle(pem)
+            .ok()
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| "config.caFile: expected a file of PEM certificates".to_owned())?;
+        for certificate in certificates {
+            builder = builder.add_root_certificate(certificate);
+        }
+    }
+    builder.build().map_err(|_| "the TLS client could not be set up".to_owned())
+}
+
+/// The HTTP client for a config: `shared` (system roots) without `caFile`, else one that also
+/// trusts the file's CAs, built once per distinct file contents and then reused (its
+/// connection pool with it).
+pub fn http_client_for(
+    shared: &reqwest::Client,
+    ca_file: Option<&str>,
+) -> Result<reqwest::Client, String> {
+    use std::sync::{Mutex, OnceLock};
+    /// The clients built so far, by the PEM contents they trust.
+    type ByCa = Vec<(Vec<u8>, reqwest::Client)>;
+    static WITH_CA: OnceLock<Mutex<ByCa>> = OnceLock::new();
+    let Some(path) = ca_file else { return Ok(shared.clone()) };
+    let pem = std::fs::read(path).map_err(|_| "config.caFile: cannot read the file".to_owned())?;
+    let mut clients = WITH_CA.get_or_init(Mutex::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, client)) = clients.iter().find(|(known, _)| *known == pem) {
+        return Ok(client.clone());
+    }
+    let client = http_client(Some(&pem))?;
+    clients.push((pem, client.clone()));
+    Ok(client)
+}
+
 /// A client of the sandbox API for one account (base URL and API key).
 #[derive(Clone)]
 pub struct ApiClient {
@@ -459,6 +499,17 @@ pub fn redact_secret(text: &str, secret: &str) -> String {
 /// A transport error's kind, without the URL chain (the URL holds no secret, but keep
 /// messages short and stable).
 fn transport_reason(e: &reqwest::Error) -> String {
+    // A rejected server certificate shows in the source chain as rustls's "invalid peer
+    // certificate: …" (unknown issuer, wrong name, expired): the fix is the config's CA file.
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        if inner.to_string().contains("certificate") {
+            return "the server's TLS certificate is not trusted (add the CA that signed it to \
+                    config.caFile, a PEM file)"
+                .to_owned();
+        }
+        source = inner.source();
+    }
     if e.is_timeout() {
         "timed out".to_owned()
     } else if e.is_connect() {

@@ -3,7 +3,8 @@
 //! | Key | Type | Default | Meaning |
 //! |---|---|---|---|
 //! | `apiKey` | secret string | required | Bearer key of the sandbox API |
-//! | `baseUrl` | `http://…` URL | required | Where the API lives |
+//! | `baseUrl` | `https://…` (or `http://…`) URL | required | Where the API lives |
+//! | `caFile` | path of a PEM file | none | Extra certificate authorities to trust for `https://`, besides the system's |
 //! | `snapshot` | string | none | Snapshot to create sandboxes from |
 //! | `ttlMinutes` | positive integer | none | Wall-clock lifetime, sent as `autoDeleteInterval` |
 //! | `acquireCapMs` | positive integer | 180,000 | Cap of one fresh acquisition |
@@ -24,9 +25,10 @@
 //! `http://` scheme, a non-blank key, the ranges); [`RemoteConfig::check`] checks the one rule
 //! across keys (`createLookupDelayMs` below `acquireCapMs`).
 //!
-//! This build speaks plain HTTP (reqwest without a TLS backend), so `baseUrl` must be an
-//! `http://` URL; an `https://` URL is rejected by validation with that reason rather than
-//! failing at the first request.
+//! `https://` goes through rustls and trusts the system's root certificates; `caFile` adds the
+//! CAs of a PEM file (a private CA, a test server's). Nothing turns certificate verification
+//! off: a server whose certificate no trusted CA signed fails every call with an error naming
+//! `config.caFile` (see [`crate::api::http_client`]).
 
 use std::num::NonZeroU64;
 use std::time::Duration;
@@ -62,9 +64,14 @@ pub struct RemoteConfig {
     /// Bearer key of the sandbox API.
     #[serde(deserialize_with = "api_key")]
     pub api_key: Secret,
-    /// http:// URL of the sandbox API.
+    /// https:// (or http://) URL of the sandbox API.
     #[serde(deserialize_with = "base_url")]
     pub base_url: String,
+    /// PEM file of extra certificate authorities to trust for an https:// baseUrl, besides the
+    /// system's root certificates.
+    #[serde(default, deserialize_with = "ca_file")]
+    #[schemars(length(min = 1))]
+    pub ca_file: Option<String>,
     /// Snapshot to create sandboxes from.
     #[schemars(length(min = 1))]
     pub snapshot: Option<String>,
@@ -169,21 +176,26 @@ fn api_key<'de, D: Deserializer<'de>>(d: D) -> Result<Secret, D::Error> {
     Ok(key)
 }
 
-/// An `http://` URL with a host and no credentials; the trailing slash is dropped.
+/// An `https://` or `http://` URL with a host and no credentials; the trailing slash is dropped.
 fn base_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let url = String::deserialize(d)?;
-    let Some(rest) = url.strip_prefix("http://") else {
-        return Err(refuse(if url.starts_with("https://") {
-            "an http:// URL (this build of remote-provider has no TLS backend)"
-        } else {
-            "an http:// URL"
-        }));
+    let Some(rest) = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://")) else {
+        return Err(refuse("an https:// or http:// URL"));
     };
     let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
     if host.is_empty() || host.contains('@') || rest.contains(char::is_whitespace) {
-        return Err(refuse("an http:// URL with a host and no credentials"));
+        return Err(refuse("an https:// or http:// URL with a host and no credentials"));
     }
     Ok(url.trim_end_matches('/').to_owned())
+}
+
+/// A non-empty path; `null` reads as absent.
+fn ca_file<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    match Option::<String>::deserialize(d) {
+        Ok(None) => Ok(None),
+        Ok(Some(path)) if !path.trim().is_empty() => Ok(Some(path)),
+        _ => Err(refuse("the path of a PEM file")),
+    }
 }
 
 /// A positive whole number; `null` reads as the key's `DEFAULT`, as an absent key does (a
@@ -233,6 +245,8 @@ mod tests {
     fn defaults_are_daytonas() {
         let c = parse(json!({"apiKey": "k", "baseUrl": "http://h:1/api/"}));
         assert_eq!(c.base_url, "http://h:1/api");
+        let c = parse(json!({"apiKey": "k", "baseUrl": "https://h/", "caFile": "/etc/ca.pem"}));
+        assert_eq!((c.base_url.as_str(), c.ca_file.as_deref()), ("https://h", Some("/etc/ca.pem")));
         assert_eq!(c.acquire_cap(), Duration::from_secs(180));
         assert_eq!(c.create_lookup_delay(), Duration::from_secs(90));
         assert_eq!(c.poll_interval(), Duration::from_secs(1));
@@ -269,6 +283,7 @@ mod tests {
             [
                 "apiKey",
                 "baseUrl",
+                "caFile",
                 "snapshot",
                 "ttlMinutes",
                 "acquireCapMs",

@@ -71,8 +71,9 @@ impl RemoteProvider {
     fn client(&self, config: &RemoteConfig, cx: &Context) -> Result<ApiClient, ProviderError> {
         config.check().map_err(ProviderError::invalid_params)?;
         let timeout = config.request_timeout();
-        let client =
-            ApiClient::new(self.http.clone(), &config.base_url, config.api_key.clone(), timeout);
+        let http = api::http_client_for(&self.http, config.ca_file.as_deref())
+            .map_err(ProviderError::invalid_params)?;
+        let client = ApiClient::new(http, &config.base_url, config.api_key.clone(), timeout);
         Ok(client.with_deadline(cx.call_deadline()))
     }
 }

@@ -381,14 +381,17 @@ async fn validate_config_and_probe() {
     let cases = [
         (json!({"baseUrl": "http://h"}), "config: missing field `apiKey`"),
         (with(json!({})), "config: missing field `baseUrl`"),
-        (with(json!({"baseUrl": "nope-secret"})), "config.baseUrl: expected an http:// URL"),
         (
-            with(json!({"baseUrl": "https://h"})),
-            "config.baseUrl: expected an http:// URL (this build of remote-provider has no TLS backend)",
+            with(json!({"baseUrl": "nope-secret"})),
+            "config.baseUrl: expected an https:// or http:// URL",
         ),
         (
-            with(json!({"baseUrl": "http://sk-secret@h"})),
-            "config.baseUrl: expected an http:// URL with a host and no credentials",
+            with(json!({"baseUrl": "https://sk-secret@h"})),
+            "config.baseUrl: expected an https:// or http:// URL with a host and no credentials",
+        ),
+        (
+            with(json!({"baseUrl": "https://h", "caFile": " "})),
+            "config.caFile: expected the path of a PEM file",
         ),
         (json!({"apiKey": " ", "baseUrl": "http://h"}), "config.apiKey: expected a non-blank key"),
         (json!({"apiKey": 5, "baseUrl": "http://h"}), "config.apiKey: expected a string"),

@@ -111,7 +111,7 @@ async fn initialize_acquire_execute_destroy_over_stdio() {
     assert!(fake.sandbox("sbx-1").is_none());
 
     w.close_stdin();
-    let status = tokio::time::timeout(Duration::from_secs(10), w.wait()).await.unwrap().unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(300), w.wait()).await.unwrap().unwrap();
     assert!(status.success());
     let stderr = w.stderr();
     assert!(stderr.contains("creating sandbox"), "{stderr}");

@@ -109,7 +109,7 @@ mod tests {
         let poller = tokio::spawn(gated);
         tokio::time::sleep(Duration::from_millis(20)).await;
         open.notify_waiters();
-        let out = tokio::time::timeout(Duration::from_secs(10), poller).await.unwrap().unwrap();
+        let out = tokio::time::timeout(Duration::from_secs(300), poller).await.unwrap().unwrap();
         assert_eq!(out, "done");
         assert_eq!(polls.load(Ordering::SeqCst), 2);
     }

@@ -234,9 +234,9 @@ impl FakeApi {
         self.requests().iter().filter(|r| r.method == method && r.path.starts_with(prefix)).count()
     }
 
-    /// Waits (at most 5 s) until a request matches `pred` and was answered.
+    /// Waits until a request matches `pred` and was answered (a 5-minute hang guard).
     pub async fn wait_answered(&self, pred: impl Fn(&Recorded) -> bool) -> Recorded {
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(300);
         loop {
             if let Some(r) = self.requests().into_iter().find(|r| r.status.is_some() && pred(r)) {
                 return r;
