@@ -102,6 +102,7 @@ pub mod profile;
 pub mod schema;
 pub mod secret;
 pub mod timeouts;
+pub mod wire_time;
 
 pub use error_code::ErrorCode;
 pub use profile::HostProfile;

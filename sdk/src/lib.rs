@@ -185,6 +185,7 @@ pub mod context;
 pub mod deadline;
 pub mod error;
 pub(crate) mod idle;
+pub mod kit;
 pub mod manifest;
 pub mod output;
 pub mod private_dir;

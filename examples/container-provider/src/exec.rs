@@ -176,7 +176,7 @@ pub async fn run(
     on_chunk: &mut impl OutputSink,
     cancel: impl Future<Output = ()>,
 ) -> EngineResult<ExecOutcome> {
-    let tag = local_provider::random_hex(12);
+    let tag = paperclip_sandbox_sdk::kit::random_hex(12);
     let mut argv = vec!["sh".to_owned(), "-c".to_owned(), WRAPPER.to_owned(), "sh".to_owned()];
     argv.push(tag.clone());
     argv.extend(spec.argv.iter().cloned());

@@ -29,7 +29,6 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
-use local_provider::timeutil::{format_rfc3339_ms, now_ms, parse_rfc3339_ms};
 use paperclip_sandbox_sdk::prelude::{
     AcquireLeaseParams, CreationOperation, JsonObject, Lease, ReleaseLeaseParams,
     ResourceDisposition, ResumeLeaseParams, TerminationReceipt,
@@ -37,6 +36,7 @@ use paperclip_sandbox_sdk::prelude::{
 use paperclip_sandbox_sdk::protocol::envelope::{
     AcquisitionDiagnostic, AcquisitionPhase, Ownership,
 };
+use paperclip_sandbox_sdk::protocol::wire_time::{format_rfc3339_ms, now_ms, parse_rfc3339_ms};
 use paperclip_sandbox_sdk::ProviderError;
 use serde_json::{json, Value};
 use tokio::time::Instant;

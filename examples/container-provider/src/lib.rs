@@ -30,7 +30,7 @@
 use std::time::Duration;
 
 use paperclip_sandbox_sdk::prelude::*;
-use paperclip_sandbox_sdk::protocol::envelope::{StopErrorReason, SyncDiagnostic};
+use paperclip_sandbox_sdk::protocol::envelope::StopErrorReason;
 use paperclip_sandbox_sdk::protocol::HostProfile;
 
 pub mod config;
@@ -120,14 +120,6 @@ fn lease_id(lease: &Lease) -> Result<&str, ProviderError> {
         .as_deref()
         .filter(|s| !s.is_empty())
         .ok_or_else(|| ProviderError::invalid_params("lease.providerLeaseId is required"))
-}
-
-fn sync_error(e: local_provider::LocalError) -> ProviderError {
-    if e.kind == local_provider::ErrorKind::InvalidParams {
-        return ProviderError::invalid_params(e.message);
-    }
-    let diagnostic: SyncDiagnostic = local_provider::worker::sync_diagnostic(&e);
-    ProviderError::sync(e.message, diagnostic)
 }
 
 fn diagnostic(severity: DiagnosticSeverity, code: &str, message: impl Into<String>) -> Diagnostic {
@@ -373,7 +365,7 @@ impl ContainerProvider {
         cx: &Context,
     ) -> HookResult<SyncResult> {
         let (engine, settings) = self.connect(&params.base.config, cx).await?;
-        let timeout_ms = local_provider::sync::effective_timeout_ms(
+        let timeout_ms = paperclip_sandbox_sdk::kit::effective_sync_timeout_ms(
             &params,
             self.profile(),
             settings.sync_timeout_ms,
@@ -391,6 +383,6 @@ impl ContainerProvider {
             Duration::from_millis(timeout_ms),
         )
         .await
-        .map_err(sync_error)
+        .map_err(paperclip_sandbox_sdk::kit::sync_error)
     }
 }

@@ -42,7 +42,7 @@ pub fn engine_fingerprint(docker_host: &str) -> String {
 
 /// A version-4 UUID from the kernel's random source.
 pub fn generate_uuid() -> String {
-    let hex = local_provider::random_hex(16);
+    let hex = paperclip_sandbox_sdk::kit::random_hex(16);
     let mut b: Vec<char> = hex.chars().collect();
     b[12] = '4';
     b[16] = ['8', '9', 'a', 'b'][(b[16].to_digit(16).unwrap_or(0) & 3) as usize];

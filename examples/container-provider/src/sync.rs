@@ -25,9 +25,9 @@ use bollard::query_parameters::{
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
-use local_provider::error::{ErrorKind, LocalError, Result};
-use local_provider::glob::Excludes;
 use paperclip_sandbox_protocol::methods::sync::{self as psync, SyncOperationResult, SyncResult};
+use paperclip_sandbox_sdk::kit::Excludes;
+use paperclip_sandbox_sdk::kit::{ErrorKind, KitError, Result};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -57,9 +57,9 @@ const PREPARE: &str = "r=$(realpath -m -- \"$2\") || exit 90; \
     p=$(dirname -- \"$r\"); mkdir -p -- \"$p\" || exit 92; \
     if [ \"$3\" = directory ] || [ -d \"$r\" ]; then rm -rf -- \"$r\" || exit 93; fi; printf '%s' \"$r\"";
 
-fn engine_error(e: EngineError) -> LocalError {
+fn engine_error(e: EngineError) -> KitError {
     let kind = if e.is_not_found() { ErrorKind::NotFound } else { ErrorKind::Io };
-    let mut err = LocalError::new(kind, e.to_string());
+    let mut err = KitError::new(kind, e.to_string());
     if e.status.is_none() {
         err.os_error = Some(libc_eio());
     }
@@ -80,7 +80,7 @@ pub fn confine_lexically(root: &str, path: &str, what: &str) -> Result<String> {
         && p.starts_with(root)
         && p != Path::new(root);
     if !ok {
-        return Err(LocalError::new(
+        return Err(KitError::new(
             ErrorKind::Confinement,
             format!("{what} must be an absolute path strictly inside the workspace"),
         ));
@@ -108,16 +108,16 @@ async fn resolve(
     match out.exit_code {
         Some(0) => Ok(out.output.stdout),
         Some(91) => {
-            Err(LocalError::new(ErrorKind::Confinement, "the path resolves outside the workspace"))
+            Err(KitError::new(ErrorKind::Confinement, "the path resolves outside the workspace"))
         }
-        Some(code) => Err(LocalError {
+        Some(code) => Err(KitError {
             exit_code: i32::try_from(code).ok(),
-            ..LocalError::new(
+            ..KitError::new(
                 ErrorKind::Io,
                 format!("preparing the path in the container failed (exit {code})"),
             )
         }),
-        None => Err(LocalError::new(ErrorKind::Io, "preparing the path in the container failed")),
+        None => Err(KitError::new(ErrorKind::Io, "preparing the path in the container failed")),
     }
 }
 
@@ -147,7 +147,7 @@ async fn sync_in_mapping(
     let directory = matches!(m.kind, psync::MappingKind::Directory);
     let target = confine_lexically(&settings.workspace, &m.target_path, "targetPath")?;
     if !Path::new(&m.source_path).is_absolute() {
-        return Err(LocalError::invalid("sourcePath must be an absolute path"));
+        return Err(KitError::invalid("sourcePath must be an absolute path"));
     }
     let rules = rules(settings, m)?;
     let kind = if directory { "directory" } else { "file" };
@@ -169,7 +169,7 @@ async fn sync_in_mapping(
     let uploaded = engine.bounded("upload archive", upload).await;
     let packed = packer
         .await
-        .map_err(|e| LocalError::new(ErrorKind::Io, format!("packing task failed: {e}")))?;
+        .map_err(|e| KitError::new(ErrorKind::Io, format!("packing task failed: {e}")))?;
     // A packing error is the cause when both fail (the upload saw a truncated stream).
     let transfer = packed?;
     uploaded.map_err(engine_error)?;
@@ -185,10 +185,10 @@ async fn sync_out_mapping(
     let directory = matches!(m.kind, psync::MappingKind::Directory);
     let source = confine_lexically(&settings.workspace, &m.source_path, "sourcePath")?;
     if !Path::new(&m.target_path).is_absolute() {
-        return Err(LocalError::invalid("targetPath must be an absolute path"));
+        return Err(KitError::invalid("targetPath must be an absolute path"));
     }
     if m.follow_symlinks() {
-        return Err(LocalError::invalid(
+        return Err(KitError::invalid(
             "followSymlinks is not supported on syncOut from a container: links are returned as links",
         ));
     }
@@ -230,7 +230,7 @@ async fn sync_out_mapping(
     drop(tx);
     unpacker
         .await
-        .map_err(|e| LocalError::new(ErrorKind::Io, format!("unpacking task failed: {e}")))?
+        .map_err(|e| KitError::new(ErrorKind::Io, format!("unpacking task failed: {e}")))?
 }
 
 async fn post_upload(
@@ -261,13 +261,13 @@ async fn post_upload(
         .await
         .map_err(engine_error)?;
     if out.output.timed_out {
-        return Err(LocalError::new(ErrorKind::Timeout, "a post-upload command timed out"));
+        return Err(KitError::new(ErrorKind::Timeout, "a post-upload command timed out"));
     }
     match out.exit_code {
         Some(0) => Ok(()),
-        code => Err(LocalError {
+        code => Err(KitError {
             exit_code: code.and_then(|c| i32::try_from(c).ok()),
-            ..LocalError::new(
+            ..KitError::new(
                 ErrorKind::CommandFailed,
                 format!(
                     "a post-upload command exited with {}",
@@ -293,7 +293,7 @@ pub async fn sync(
         let mut results = Vec::with_capacity(operations.len());
         for op in operations {
             if direction == Direction::Out && !op.post_upload_commands().is_empty() {
-                return Err(LocalError::invalid(
+                return Err(KitError::invalid(
                     "a syncOut operation cannot carry postUploadCommands",
                 ));
             }
@@ -324,7 +324,7 @@ pub async fn sync(
     // lets it report that before the transfer as a whole is dropped.
     match tokio::time::timeout_at(deadline + Duration::from_secs(2), work).await {
         Ok(r) => r,
-        Err(_) => Err(LocalError::new(
+        Err(_) => Err(KitError::new(
             ErrorKind::Timeout,
             format!("the sync did not finish within {} ms", timeout.as_millis()),
         )),

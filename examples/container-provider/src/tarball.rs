@@ -2,7 +2,7 @@
 //! files, chunk by chunk (memory stays bounded by [`CHUNK`] and the channel depth; nothing is
 //! staged in a temporary archive).
 //!
-//! The rules are the local example's (`local_provider::copy`): a mapping's `mode` applies to
+//! The rules are the local example's copy rules: a mapping's `mode` applies to
 //! every file written, otherwise a file keeps its permission bits; symlinks follow tar's `-h`
 //! (kept as links, or with `followSymlinks` their targets copied; dangling links and
 //! directory cycles refused); excludes match the path relative to the mapping root or a
@@ -17,8 +17,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use bytes::Bytes;
-use local_provider::error::{ErrorKind, LocalError, Result};
-use local_provider::glob::Excludes;
+use paperclip_sandbox_sdk::kit::Excludes;
+use paperclip_sandbox_sdk::kit::{ErrorKind, KitError, Result};
 use tokio::sync::mpsc;
 
 /// Bytes per chunk sent to, or read from, the engine.
@@ -118,8 +118,8 @@ impl Read for ChannelReader {
     }
 }
 
-fn io_err<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(io::Error) -> LocalError + 'a {
-    move |e| LocalError::io(format!("{what} {}", path.display()), e)
+fn io_err<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(io::Error) -> KitError + 'a {
+    move |e| KitError::io(format!("{what} {}", path.display()), e)
 }
 
 fn reserved(name: &str) -> bool {
@@ -157,7 +157,7 @@ pub fn pack<W: Write>(
     };
     if directory {
         if !meta.is_dir() {
-            return Err(LocalError::new(
+            return Err(KitError::new(
                 ErrorKind::InvalidParams,
                 "a directory mapping's source is not a directory",
             ));
@@ -166,15 +166,15 @@ pub fn pack<W: Write>(
         pack_dir(&mut builder, source, name, "", rules, &mut stack, &mut transfer)?;
     } else {
         if meta.is_dir() {
-            return Err(LocalError::new(
+            return Err(KitError::new(
                 ErrorKind::InvalidParams,
                 "a file mapping's source is a directory",
             ));
         }
         pack_entry(&mut builder, source, &meta, name, rules, &mut transfer)?;
     }
-    let mut out = builder.into_inner().map_err(|e| LocalError::io("finishing the archive", e))?;
-    out.flush().map_err(|e| LocalError::io("sending the archive", e))?;
+    let mut out = builder.into_inner().map_err(|e| KitError::io("finishing the archive", e))?;
+    out.flush().map_err(|e| KitError::io("sending the archive", e))?;
     Ok(transfer)
 }
 
@@ -189,14 +189,14 @@ fn pack_dir<W: Write>(
 ) -> Result<()> {
     let meta = fs::metadata(dir).map_err(io_err("reading", dir))?;
     if !stack.insert((meta.dev(), meta.ino())) {
-        return Err(LocalError::new(
+        return Err(KitError::new(
             ErrorKind::InvalidParams,
             "a followed symlink makes a directory cycle",
         ));
     }
     let mut h = header(tar::EntryType::Directory, meta.mode() & 0o777 | 0o700, 0, rules);
     b.append_data(&mut h, format!("{name}/"), io::empty())
-        .map_err(|e| LocalError::io("packing", e))?;
+        .map_err(|e| KitError::io("packing", e))?;
     let mut entries: Vec<_> = fs::read_dir(dir)
         .map_err(io_err("listing", dir))?
         .collect::<io::Result<_>>()
@@ -218,7 +218,7 @@ fn pack_dir<W: Write>(
         let mut meta = fs::symlink_metadata(&path).map_err(io_err("reading", &path))?;
         if meta.file_type().is_symlink() && rules.follow_symlinks {
             meta = fs::metadata(&path).map_err(|e| {
-                LocalError::io(format!("following the symlink {}", path.display()), e)
+                KitError::io(format!("following the symlink {}", path.display()), e)
             })?;
         }
         let entry_name = format!("{name}/{child}");
@@ -244,7 +244,7 @@ fn pack_entry<W: Write>(
     if ft.is_symlink() {
         let target = fs::read_link(path).map_err(io_err("reading the link", path))?;
         let mut h = header(tar::EntryType::Symlink, 0o777, 0, rules);
-        b.append_link(&mut h, name, &target).map_err(|e| LocalError::io("packing a link", e))?;
+        b.append_link(&mut h, name, &target).map_err(|e| KitError::io("packing a link", e))?;
         t.files += 1;
     } else if ft.is_file() {
         let mode = rules.mode.unwrap_or(meta.mode() & 0o777);
@@ -253,7 +253,7 @@ fn pack_entry<W: Write>(
         // A file that changes size while packed would corrupt the stream: pack exactly its
         // size at open time.
         b.append_data(&mut h, name, file.take(meta.len()))
-            .map_err(|e| LocalError::io("packing", e))?;
+            .map_err(|e| KitError::io("packing", e))?;
         t.files += 1;
         t.bytes += meta.len();
     }
@@ -267,9 +267,7 @@ fn relative_of(entry: &Path) -> Result<Option<PathBuf>> {
     match comps.next() {
         Some(Component::Normal(_)) => {}
         Some(Component::CurDir) => return relative_of(comps.as_path()),
-        _ => {
-            return Err(LocalError::new(ErrorKind::Confinement, "an archive entry leaves its root"))
-        }
+        _ => return Err(KitError::new(ErrorKind::Confinement, "an archive entry leaves its root")),
     }
     let mut rel = PathBuf::new();
     for c in comps {
@@ -277,7 +275,7 @@ fn relative_of(entry: &Path) -> Result<Option<PathBuf>> {
             Component::Normal(n) => rel.push(n),
             Component::CurDir => {}
             _ => {
-                return Err(LocalError::new(
+                return Err(KitError::new(
                     ErrorKind::Confinement,
                     "an archive entry leaves its root",
                 ))
@@ -298,7 +296,7 @@ pub fn unpack<R: Read>(
 ) -> Result<Transfer> {
     let mut archive = tar::Archive::new(input);
     let mut t = Transfer::default();
-    let parent = target.parent().ok_or_else(|| LocalError::invalid("targetPath has no parent"))?;
+    let parent = target.parent().ok_or_else(|| KitError::invalid("targetPath has no parent"))?;
     fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
     if directory {
         match fs::symlink_metadata(target) {
@@ -312,9 +310,9 @@ pub fn unpack<R: Read>(
     }
     let mut links: HashSet<PathBuf> = HashSet::new();
     let mut wrote_file = false;
-    for entry in archive.entries().map_err(|e| LocalError::io("reading the archive", e))? {
-        let mut entry = entry.map_err(|e| LocalError::io("reading the archive", e))?;
-        let name = entry.path().map_err(|e| LocalError::io("reading the archive", e))?.into_owned();
+    for entry in archive.entries().map_err(|e| KitError::io("reading the archive", e))? {
+        let mut entry = entry.map_err(|e| KitError::io("reading the archive", e))?;
+        let name = entry.path().map_err(|e| KitError::io("reading the archive", e))?.into_owned();
         let Some(rel) = relative_of(&name)? else { continue };
         let rel_str = rel.to_string_lossy().into_owned();
         if rel.components().any(|c| reserved(&c.as_os_str().to_string_lossy())) {
@@ -324,7 +322,7 @@ pub fn unpack<R: Read>(
             continue;
         }
         if rel.ancestors().skip(1).any(|a| links.contains(a)) {
-            return Err(LocalError::new(
+            return Err(KitError::new(
                 ErrorKind::Confinement,
                 "an archive entry lies below a symlink",
             ));
@@ -336,7 +334,7 @@ pub fn unpack<R: Read>(
                 continue;
             }
             if kind.is_dir() {
-                return Err(LocalError::new(
+                return Err(KitError::new(
                     ErrorKind::InvalidParams,
                     "a file mapping's source is a directory",
                 ));
@@ -355,8 +353,8 @@ pub fn unpack<R: Read>(
         } else if kind.is_symlink() {
             let link = entry
                 .link_name()
-                .map_err(|e| LocalError::io("reading the archive", e))?
-                .ok_or_else(|| LocalError::invalid("a symlink entry without a target"))?;
+                .map_err(|e| KitError::io("reading the archive", e))?
+                .ok_or_else(|| KitError::invalid("a symlink entry without a target"))?;
             std::os::unix::fs::symlink(&link, &path).map_err(io_err("creating the link", &path))?;
             links.insert(rel.clone());
             t.files += 1;
@@ -371,7 +369,7 @@ pub fn unpack<R: Read>(
         }
     }
     if !directory && !wrote_file {
-        return Err(LocalError::new(ErrorKind::NotFound, "the archive held no file"));
+        return Err(KitError::new(ErrorKind::NotFound, "the archive held no file"));
     }
     Ok(t)
 }
@@ -384,7 +382,8 @@ fn write_atomic<R: Read>(
     t: &mut Transfer,
 ) -> Result<()> {
     let dir = target.parent().unwrap_or(Path::new("/"));
-    let staging = dir.join(format!("{STAGING_PREFIX}-{}", local_provider::random_hex(8)));
+    let staging =
+        dir.join(format!("{STAGING_PREFIX}-{}", paperclip_sandbox_sdk::kit::random_hex(8)));
     let result = (|| {
         if kind.is_file() {
             let mut f = fs::OpenOptions::new()
@@ -400,7 +399,7 @@ fn write_atomic<R: Read>(
             f.sync_all().map_err(io_err("syncing", &staging))?;
             t.bytes += n;
         } else {
-            return Err(LocalError::new(
+            return Err(KitError::new(
                 ErrorKind::InvalidParams,
                 "a file mapping's source is not a regular file",
             ));

@@ -169,8 +169,9 @@ async fn an_expiry_is_enforced_by_the_engine_and_the_next_acquire_sweeps_dead_le
     let engine = t.engine().await;
     let mut w = Wire::start(&t, "company-sweep").await;
     // Expiry: the container's main process ends at requestedExpiresAt, so the engine stops it.
-    let soon =
-        local_provider::timeutil::format_rfc3339_ms(local_provider::timeutil::now_ms() + 10_000);
+    let soon = paperclip_sandbox_sdk::protocol::wire_time::format_rfc3339_ms(
+        paperclip_sandbox_sdk::protocol::wire_time::now_ms() + 10_000,
+    );
     let lease = w.acquire_with(json!({"requestedExpiresAt": soon})).await;
     let expiring = lease["providerLeaseId"].as_str().unwrap().to_owned();
     assert_eq!(lease["expiresAt"], json!(soon), "{lease}");

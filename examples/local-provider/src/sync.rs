@@ -155,20 +155,7 @@ pub fn operations_from_wire(operations: &[psync::SyncOperation]) -> Result<Vec<S
     operations.iter().enumerate().map(operation_from_wire).collect()
 }
 
-/// The transfer timeout of a sync call in milliseconds: max(`minimumTimeoutMs`, validated
-/// and read only from November hosts, `configured_ms`). `SyncParams::effective_timeout_ms`
-/// for params of any config type (the protocol's is written for the JSON-object config).
-pub fn effective_timeout_ms<C>(
-    params: &paperclip_sandbox_protocol::methods::sync::SyncParams<C>,
-    profile: paperclip_sandbox_protocol::HostProfile,
-    configured_ms: u64,
-) -> std::result::Result<u64, paperclip_sandbox_protocol::methods::sync::InvalidMinimumTimeout> {
-    let minimum = match profile.is_november() {
-        true => psync::validate_minimum_timeout_ms(params.minimum_timeout_ms.as_ref())?,
-        false => None,
-    };
-    Ok(psync::effective_sync_timeout_ms(minimum, configured_ms))
-}
+pub use paperclip_sandbox_sdk::kit::effective_sync_timeout_ms as effective_timeout_ms;
 
 /// Apply `operations` to the lease at `lease_dir`, in order, within `timeout`.
 pub async fn sync(

@@ -18,10 +18,7 @@
 //! `environmentExecute` streams output through [`Context::execute_log`] and kills the command's
 //! process group when the call is cancelled (for example by `shutdown`).
 
-use paperclip_sandbox_protocol::envelope::sync_error::{
-    SyncErrorCode, TransferFailureKind, TransferStep,
-};
-use paperclip_sandbox_protocol::envelope::{StopErrorReason, SyncDiagnostic};
+use paperclip_sandbox_protocol::envelope::StopErrorReason;
 use paperclip_sandbox_sdk::prelude::*;
 
 use crate::config::{LocalConfig, LocalSettings};
@@ -37,49 +34,7 @@ fn wire_error(e: LocalError) -> ProviderError {
     }
 }
 
-fn os_error_code(errno: i32) -> SyncErrorCode {
-    match errno {
-        libc::ENOENT => SyncErrorCode::Enoent,
-        libc::EACCES => SyncErrorCode::Eacces,
-        libc::EPERM => SyncErrorCode::Eperm,
-        libc::ENOSPC => SyncErrorCode::Enospc,
-        libc::EIO => SyncErrorCode::Eio,
-        libc::EXDEV => SyncErrorCode::Exdev,
-        libc::ENOTDIR => SyncErrorCode::Enotdir,
-        libc::EISDIR => SyncErrorCode::Eisdir,
-        libc::EPIPE => SyncErrorCode::Epipe,
-        libc::ETIMEDOUT => SyncErrorCode::Etimedout,
-        _ => SyncErrorCode::Unknown,
-    }
-}
-
-/// The sync diagnostic of a failed transfer (see the module docs).
-pub fn sync_diagnostic(e: &LocalError) -> SyncDiagnostic {
-    match e.kind {
-        ErrorKind::Timeout => SyncDiagnostic::new(SyncErrorCode::Etimedout),
-        ErrorKind::Confinement => SyncDiagnostic::new(SyncErrorCode::Eacces)
-            .with_transfer_step(TransferStep::SandboxGuard),
-        ErrorKind::CommandFailed => {
-            let d = SyncDiagnostic::new(SyncErrorCode::Unknown)
-                .with_transfer_failure_kind(TransferFailureKind::CommandFailed);
-            match e.exit_code {
-                Some(code) => d.with_exit_code(i64::from(code)).unwrap_or(d),
-                None => d,
-            }
-        }
-        ErrorKind::NotFound => SyncDiagnostic::new(SyncErrorCode::Enoent)
-            .with_transfer_step(TransferStep::SandboxAccess),
-        _ => SyncDiagnostic::new(e.os_error.map_or(SyncErrorCode::Unknown, os_error_code)),
-    }
-}
-
-fn sync_error(e: LocalError) -> ProviderError {
-    if e.kind == ErrorKind::InvalidParams {
-        return wire_error(e);
-    }
-    let diagnostic = sync_diagnostic(&e);
-    ProviderError::sync(e.message, diagnostic)
-}
+pub use paperclip_sandbox_sdk::kit::{sync_diagnostic, sync_error};
 
 /// Every hook is the driver's: the config type is [`LocalConfig`] (the manifest's).
 #[paperclip_sandbox_sdk::provider(delegate = LocalDriver<LocalConfig>)]
@@ -231,6 +186,9 @@ impl<C: LocalSettings> SandboxProvider for LocalDriver<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paperclip_sandbox_protocol::envelope::sync_error::{
+        SyncErrorCode, TransferFailureKind, TransferStep,
+    };
 
     #[test]
     fn sync_errors_carry_allowlisted_diagnostics_only() {

@@ -93,9 +93,9 @@ impl WorkerProcess {
 /// lease, and asserts the bounds of the [module docs](self). Panics with the offending
 /// answer (never the output) when one does not hold.
 ///
-/// Without a `timeoutMs` in the params, each command gets 10 minutes (the host's timer, and
-/// so the call's deadline, would otherwise be its 30 s default: too short for a debug build
-/// on a loaded machine).
+/// Without a `timeoutMs` in the params, each command gets an hour (the host's timer, and so
+/// the call's deadline, would otherwise be its 30 s default: far too short for a debug build
+/// on a loaded machine, where escaping 64 MiB of control bytes takes minutes).
 pub async fn assert_output_floods_fit(
     worker: &mut WorkerProcess,
     execute_params: impl Fn(&str) -> Value,
@@ -103,7 +103,7 @@ pub async fn assert_output_floods_fit(
     let execute_params = |script: &str| {
         let mut params = execute_params(script);
         if params.get("timeoutMs").is_none() {
-            params["timeoutMs"] = json!(600_000);
+            params["timeoutMs"] = json!(3_600_000);
         }
         params
     };
@@ -118,7 +118,14 @@ pub async fn assert_output_floods_fit(
         answer.longest_line_units
     );
     let result = &answer.response["result"];
-    assert_eq!(result["exitCode"], json!(0), "error: {}", answer.response["error"]);
+    let ending = |r: &Value| {
+        let error = &answer.response["error"];
+        format!(
+            "error {error}, timedOut {}, signal {}, metadata {}",
+            r["timedOut"], r["signal"], r["metadata"]
+        )
+    };
+    assert_eq!(result["exitCode"], json!(0), "{}", ending(result));
     assert_eq!(result["metadata"]["stdoutTruncated"], json!(true), "the cut output is flagged");
     let kept = result["stdout"].as_str().expect("stdout");
     assert!(!kept.is_empty() && kept.bytes().all(|b| b == 1), "the kept output is the output");
@@ -130,7 +137,7 @@ pub async fn assert_output_floods_fit(
     let answer = worker.read_execute_answer(&id, true).await.expect("an answer");
     assert!(answer.longest_line_units <= HOST_MAX_LINE_UNITS);
     let result = &answer.response["result"];
-    assert_eq!(result["exitCode"], json!(0), "error: {}", answer.response["error"]);
+    assert_eq!(result["exitCode"], json!(0), "error {}", answer.response["error"]);
     assert!(result["metadata"]["stdoutTruncated"].is_null(), "{}", result["metadata"]);
     let want = "€".repeat(EURO_FLOOD_CHARS);
     let stdout = result["stdout"].as_str().expect("stdout");

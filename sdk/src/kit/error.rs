@@ -1,8 +1,8 @@
-//! The error type shared by the local provider's modules.
+//! The kit's error: a kind and a message for the host's operator.
 //!
-//! Each error has a [`ErrorKind`] that the JSON-RPC layer maps to a wire code (for example
-//! [`ErrorKind::InvalidParams`] to `-32602`) and a message meant for the host's operator. Messages
-//! never contain config values.
+//! Each error has a [`ErrorKind`] that the wire layer maps to a code (for example
+//! [`ErrorKind::InvalidParams`] to `-32602`; [`super::sync_error`] for the sync-error envelope).
+//! Messages never contain config values.
 
 use std::fmt;
 
@@ -29,9 +29,9 @@ pub enum ErrorKind {
     Io,
 }
 
-/// An error of the local provider: a kind and a human-readable message.
+/// An error of a provider built on the kit: a kind and a human-readable message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalError {
+pub struct KitError {
     /// The kind, for the wire code.
     pub kind: ErrorKind,
     /// The message, for the operator.
@@ -42,7 +42,7 @@ pub struct LocalError {
     pub exit_code: Option<i32>,
 }
 
-impl LocalError {
+impl KitError {
     /// An error of the given kind.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Self { kind, message: message.into(), os_error: None, exit_code: None }
@@ -66,13 +66,13 @@ impl LocalError {
     }
 }
 
-impl fmt::Display for LocalError {
+impl fmt::Display for KitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for LocalError {}
+impl std::error::Error for KitError {}
 
-/// Shorthand for results of the local provider.
-pub type Result<T, E = LocalError> = std::result::Result<T, E>;
+/// Shorthand for results with a [`KitError`].
+pub type Result<T, E = KitError> = std::result::Result<T, E>;

@@ -1,7 +1,8 @@
-//! RFC 3339 timestamps, as milliseconds since the Unix epoch, without a date-time dependency.
+//! Wire timestamps: RFC 3339 strings with milliseconds, as milliseconds since the Unix epoch,
+//! without a date-time dependency.
 //!
 //! The host sends `requestedExpiresAt` as an ISO 8601 / RFC 3339 string (JavaScript's
-//! `Date.prototype.toISOString`); the provider answers `expiresAt` in the same form
+//! `Date.prototype.toISOString`); a provider answers `expiresAt` in the same form
 //! (`YYYY-MM-DDTHH:MM:SS.mmmZ`).
 
 use std::time::{SystemTime, UNIX_EPOCH};

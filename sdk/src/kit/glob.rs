@@ -15,7 +15,7 @@
 //! excluded directory is skipped with everything below it (so a pattern effectively matches each
 //! basename along the path). A leading `./` and trailing `/` of a pattern are ignored.
 
-use crate::error::{LocalError, Result};
+use super::error::{KitError, Result};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Token {
@@ -65,12 +65,12 @@ impl Glob {
                     i += 1;
                     let c = *chars
                         .get(i)
-                        .ok_or_else(|| LocalError::invalid("the exclude pattern ends with `\\`"))?;
+                        .ok_or_else(|| KitError::invalid("the exclude pattern ends with `\\`"))?;
                     tokens.push(Token::Char(c));
                 }
                 '[' => {
                     let (token, next) = parse_class(&chars, i).ok_or_else(|| {
-                        LocalError::invalid("the exclude pattern has an unterminated `[`")
+                        KitError::invalid("the exclude pattern has an unterminated `[`")
                     })?;
                     tokens.push(token);
                     i = next;
@@ -198,13 +198,13 @@ impl Excludes {
     /// is named by its index, never quoted).
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self> {
         if patterns.len() > MAX_PATTERNS {
-            return Err(LocalError::invalid(format!(
+            return Err(KitError::invalid(format!(
                 "exclude has {} patterns; at most {MAX_PATTERNS} are allowed",
                 patterns.len()
             )));
         }
         if let Some(i) = patterns.iter().position(|p| p.as_ref().len() > MAX_PATTERN_LEN) {
-            return Err(LocalError::invalid(format!(
+            return Err(KitError::invalid(format!(
                 "exclude[{i}] is longer than {MAX_PATTERN_LEN} bytes"
             )));
         }
@@ -296,12 +296,12 @@ mod tests {
         assert!(matched.join().unwrap());
         let too_long = vec!["**/".repeat(4000)];
         let e = Excludes::new(&too_long).unwrap_err();
-        assert_eq!(e.kind, crate::error::ErrorKind::InvalidParams);
+        assert_eq!(e.kind, super::super::error::ErrorKind::InvalidParams);
         assert!(!e.message.contains("**/"), "the pattern is not quoted: {}", e.message);
         let too_many = vec!["x"; MAX_PATTERNS + 1];
         assert_eq!(
             Excludes::new(&too_many).unwrap_err().kind,
-            crate::error::ErrorKind::InvalidParams
+            super::super::error::ErrorKind::InvalidParams
         );
         let e = Excludes::new(&["ok", "bad[secret"]).unwrap_err();
         assert!(e.message.contains("exclude[1]") && !e.message.contains("secret"), "{}", e.message);
