@@ -1,4 +1,5 @@
-//! Spawning a worker below its own reaper ([`crate::reaper`]), in its own process group, with
+//! Spawning a worker below its own reaper (a helper process that is a child subreaper, so
+//! whatever the worker starts stays in a tree the harness can list and end), in its own process group, with
 //! piped stdio, a bounded line reader per output stream, a writer thread for stdin, the shutdown
 //! ladder and, on drop, the end of the worker's whole tree.
 //!
@@ -83,7 +84,7 @@ impl WorkerCommand {
 /// The longest stdout line the harness keeps whole, in bytes. A longer line is read to its end
 /// without being kept (only its first [`LONG_LINE_PREFIX`] bytes and its length): no check asks
 /// a worker for a frame nearly this long, and the host's own limit
-/// ([`HOST_MAX_LINE_UNITS`](paperclip_sandbox_protocol::jsonrpc::HOST_MAX_LINE_UNITS)) is
+/// ([`HOST_MAX_LINE_UNITS`]) is
 /// judged on the counted length.
 pub const MAX_KEPT_LINE: usize = 16 * 1024 * 1024;
 
@@ -409,7 +410,7 @@ impl WorkerProcess {
 
     /// Waits for the next reader event until `deadline`; `None` on timeout or when both readers
     /// are gone. Once the worker process has exited and its stdout stays open (a descendant
-    /// holds it) for [`EXIT_DRAIN`] with nothing arriving, [`ProcEvent::StdoutClosed`] comes
+    /// holds it) for a short drain (100 ms) with nothing arriving, [`ProcEvent::StdoutClosed`] comes
     /// without end of file: the end of the worker is its process, not its pipe.
     pub fn next_event(&mut self, deadline: Instant) -> Option<ProcEvent> {
         if self.closed_sent {
