@@ -671,6 +671,29 @@ mod tests {
     }
 
     #[test]
+    fn many_workers_at_once_in_one_process_keep_to_their_own_pipes() {
+        // Each reaper closes every descriptor but its own: a reaper forked while another
+        // worker's pipes are open must not keep that worker's stdin open (it would never see
+        // end of file).
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                thread::spawn(move || {
+                    let t = Transcript::new(&format!("cat-{i}"));
+                    let mut p = WorkerProcess::spawn(&sh("cat >/dev/null; echo done"), t).unwrap();
+                    thread::sleep(Duration::from_millis(50));
+                    p.close_stdin();
+                    let deadline = Instant::now() + Duration::from_secs(60);
+                    assert_eq!(p.next_event(deadline), Some(ProcEvent::Stdout(b"done".to_vec())));
+                    assert!(p.wait_exit(Duration::from_secs(60)).is_some());
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+
+    #[test]
     fn environment_is_host_like() {
         let mut c = sh("true");
         c.env.push(("TZ".into(), "Europe/Paris".into()));
