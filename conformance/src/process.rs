@@ -1,4 +1,5 @@
-//! Spawning a worker below its own reaper ([`crate::reaper`]), in its own process group, with
+//! Spawning a worker below its own reaper (a helper process that is a child subreaper, so
+//! whatever the worker starts stays in a tree the harness can list and end), in its own process group, with
 //! piped stdio, a bounded line reader per output stream, a writer thread for stdin, the shutdown
 //! ladder and, on drop, the end of the worker's whole tree.
 //!
@@ -83,7 +84,7 @@ impl WorkerCommand {
 /// The longest stdout line the harness keeps whole, in bytes. A longer line is read to its end
 /// without being kept (only its first [`LONG_LINE_PREFIX`] bytes and its length): no check asks
 /// a worker for a frame nearly this long, and the host's own limit
-/// ([`HOST_MAX_LINE_UNITS`](paperclip_sandbox_protocol::jsonrpc::HOST_MAX_LINE_UNITS)) is
+/// ([`HOST_MAX_LINE_UNITS`]) is
 /// judged on the counted length.
 pub const MAX_KEPT_LINE: usize = 16 * 1024 * 1024;
 
@@ -409,7 +410,7 @@ impl WorkerProcess {
 
     /// Waits for the next reader event until `deadline`; `None` on timeout or when both readers
     /// are gone. Once the worker process has exited and its stdout stays open (a descendant
-    /// holds it) for [`EXIT_DRAIN`] with nothing arriving, [`ProcEvent::StdoutClosed`] comes
+    /// holds it) for a short drain (100 ms) with nothing arriving, [`ProcEvent::StdoutClosed`] comes
     /// without end of file: the end of the worker is its process, not its pipe.
     pub fn next_event(&mut self, deadline: Instant) -> Option<ProcEvent> {
         if self.closed_sent {
@@ -667,6 +668,29 @@ mod tests {
         assert_eq!(p.next_event(deadline), Some(ProcEvent::Stdout(b"{}".to_vec())));
         assert_eq!(t.entries()[0].elided_bytes, Some(40_000_000));
         assert_eq!(utf16_units("é😀".as_bytes()), 3);
+    }
+
+    #[test]
+    fn many_workers_at_once_in_one_process_keep_to_their_own_pipes() {
+        // Each reaper closes every descriptor but its own: a reaper forked while another
+        // worker's pipes are open must not keep that worker's stdin open (it would never see
+        // end of file).
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                thread::spawn(move || {
+                    let t = Transcript::new(&format!("cat-{i}"));
+                    let mut p = WorkerProcess::spawn(&sh("cat >/dev/null; echo done"), t).unwrap();
+                    thread::sleep(Duration::from_millis(50));
+                    p.close_stdin();
+                    let deadline = Instant::now() + Duration::from_secs(60);
+                    assert_eq!(p.next_event(deadline), Some(ProcEvent::Stdout(b"done".to_vec())));
+                    assert!(p.wait_exit(Duration::from_secs(60)).is_some());
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 
     #[test]

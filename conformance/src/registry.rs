@@ -65,6 +65,7 @@ pub const CHECKS: &[Check] = &[
     check("execute.output", "EXEC-2", "stdout and stderr returned", Main, LEASE, execute::output),
     check("execute.stdin", "EXEC-3", "stdin fed, also as the host's base64 upload", Main, LEASE, execute::stdin),
     check("execute.env", "EXEC-4", "env passed to the command", Main, LEASE, execute::env),
+    check("execute.env-not-on-command-line", "SECRET-3", "env values never on a command line of the worker's tree", Main, LEASE, execute::env_not_on_command_line),
     check("execute.cwd", "EXEC-5", "runs in the host's cwd (remoteCwd, else /tmp)", Main, LEASE, execute::cwd),
     check("execute.timeout", "EXEC-6", "timeoutMs stops the command (checked after)", Main, LEASE, execute::timeout),
     check("execute.large-output", "EXEC-OUT-1", "the host's 4 MiB base64 download is byte-exact", Main, LEASE, execute::large_output),

@@ -154,6 +154,9 @@ fails_exactly! {
         => ["execute.timeout"];
     a_destroyed_lease_answers_commands_as_failed: HandWritten("gone-lease-as-failed-command.cjs")
         => ["lifecycle.destroy-idempotent"];
+    output_decoded_chunk_by_chunk: HandWritten("utf8-split-by-chunks.cjs") => ["execute.output"];
+    env_values_on_a_command_line: HandWritten("env-on-command-line.cjs")
+        => ["execute.env-not-on-command-line"];
 }
 
 /// `-32004` with a message of its own is what the host needs: the check passes and notes the

@@ -56,14 +56,88 @@ pub fn exit_code(ctx: &mut Ctx<'_>) -> CheckResult {
     expect_fields(&r, &[("exitCode", json!(3)), ("timedOut", json!(false))])
 }
 
-/// EXEC-2.
+/// EXEC-2: stdout and stderr come back whole, also multi-byte UTF-8 that the command writes
+/// in pieces (each piece its own write, a pause between them, so they reach the provider in
+/// separate reads): decoding each read on its own turns the split characters into U+FFFD.
 pub fn output(ctx: &mut Ctx<'_>) -> CheckResult {
     let lease = lease(ctx)?;
     let r = ctx.exec(&lease, &Exec::sh("printf 'out-%s' 1; printf 'err-%s' 2 >&2"))?;
     expect_fields(
         &r,
         &[("stdout", json!("out-1")), ("stderr", json!("err-2")), ("exitCode", json!(0))],
-    )
+    )?;
+    // é (2 bytes) and 😀 (4 bytes), each split across writes, on both streams.
+    let split = "for i in 1 2; do printf '\\303'; sleep 0.02; printf '\\251'; done; \
+                 printf '\\360\\237'; sleep 0.02; printf '\\230\\200'";
+    let script = format!("{split}; {{ {split}; }} >&2");
+    let expected = "éé😀";
+    let r = ctx.exec(&lease, &Exec::sh(script))?;
+    let (out, err) = (stdout(&r), r.get("stderr").and_then(Value::as_str).unwrap_or_default());
+    if out == expected && err == expected {
+        return Ok(());
+    }
+    let cut = out.contains('\u{fffd}') || err.contains('\u{fffd}');
+    Err(fail(
+        format!(
+            "multi-byte UTF-8 written in pieces comes back whole ({expected:?} on stdout and \
+             stderr)"
+        ),
+        format!(
+            "stdout {out:?}, stderr {err:?}{}",
+            if cut {
+                ": characters split across reads became U+FFFD (decode the whole output, or \
+                 keep an incomplete sequence for the next read)"
+            } else {
+                ""
+            }
+        ),
+    ))
+}
+
+/// SECRET-3: a command's `env` values never appear on a command line of a process the worker
+/// starts (every local user reads command lines with `ps`; agent API keys travel in `env`).
+/// Judged on this machine only: the worker's own process tree is read while the command runs
+/// (a remote sandbox's process table is not visible, see the check's notes).
+pub fn env_not_on_command_line(ctx: &mut Ctx<'_>) -> CheckResult {
+    let lease = lease(ctx)?;
+    let value = format!("pcconf-env-{}", crate::ids::hex(12));
+    let exec = Exec::sh("sleep 1").env("PCCONF_SECRET_ENV", &value);
+    let params = exec.params(ctx.facts, &lease, ctx.lease_params(&lease));
+    let timeout = ctx.env.session.call_timeout;
+    let s = ctx.session();
+    let (id, _) = s.start_call(name::ENVIRONMENT_EXECUTE, params);
+    let mut seen = None;
+    let mut looked = 0;
+    let until = Instant::now() + Duration::from_millis(1500);
+    while s.notices_before_answer(&id).is_none() && Instant::now() < until && seen.is_none() {
+        looked += 1;
+        for (pid, name) in s.process().descendants() {
+            let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+            if cmdline.windows(value.len()).any(|w| w == value.as_bytes()) {
+                seen = Some(format!("{pid} {:?}", clip(&name)));
+                break;
+            }
+        }
+        s.pump_until(Instant::now() + Duration::from_millis(20), |s| {
+            s.notices_before_answer(&id).is_some()
+        });
+    }
+    let reply = s.await_reply(&id, timeout);
+    ctx.notes.push(format!(
+        "looked {looked} time(s) at the command lines of the worker's process tree on this \
+         machine; a remote sandbox's own processes cannot be seen from here"
+    ));
+    if let Some(process) = seen {
+        return Err(fail(
+            "the command's env values are passed in its environment, never on a command line \
+             (every local user can read command lines)",
+            format!(
+                "the value of PCCONF_SECRET_ENV is on the command line of process {process} in \
+                 the worker's tree"
+            ),
+        ));
+    }
+    reply.into_result().map(|_| ()).map_err(|a| fail("a result for `sleep 1`", a))
 }
 
 /// A window of `len` bytes at `offset` of a sandbox file, read the host's way.
