@@ -417,6 +417,8 @@ async fn exec(dir: &Path, body: &Value) -> Response<Full<Bytes>> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // Its own process group, ended whole when the request times out or is dropped: a sandbox ends what a timed-out command started, not only the command.
+        .process_group(0)
         .kill_on_drop(true);
     let mut child = match command.spawn() {
         Ok(child) => child,
@@ -424,6 +426,7 @@ async fn exec(dir: &Path, body: &Value) -> Response<Full<Bytes>> {
             return answer(200, json!({"exitCode": 127, "stdout": "", "stderr": format!("{e}\n")}))
         }
     };
+    let group = child.id().map(GroupGuard);
     let mut stdin = child.stdin.take().expect("piped stdin");
     let input = body["stdin"].as_str().unwrap_or_default().to_owned();
     tokio::spawn(async move {
@@ -431,15 +434,29 @@ async fn exec(dir: &Path, body: &Value) -> Response<Full<Bytes>> {
     });
     let timeout = Duration::from_millis(body["timeoutMs"].as_u64().unwrap_or(60_000));
     match tokio::time::timeout(timeout, child.wait_with_output()).await {
-        Ok(Ok(out)) => answer(
-            200,
-            json!({"exitCode": out.status.code(), "timedOut": false,
+        Ok(Ok(out)) => {
+            // Finished in time: what it left running in the background stays, as in a sandbox.
+            std::mem::forget(group);
+            answer(
+                200,
+                json!({"exitCode": out.status.code(), "timedOut": false,
                    "stdout": String::from_utf8_lossy(&out.stdout),
                    "stderr": String::from_utf8_lossy(&out.stderr)}),
-        ),
+            )
+        }
         Ok(Err(e)) => answer(500, json!({"message": format!("exec failed: {e}")})),
         Err(_) => {
             answer(200, json!({"exitCode": null, "timedOut": true, "stdout": "", "stderr": ""}))
         }
+    }
+}
+
+/// Kills a command's whole process group when dropped.
+struct GroupGuard(u32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with a negative pid signals the group the fake created for the command.
+        unsafe { libc::kill(-(self.0 as i32), libc::SIGKILL) };
     }
 }
