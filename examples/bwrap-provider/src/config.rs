@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BwrapConfig {
-    /// Absolute directory holding the lease directories, private to the worker's user (default: $LOCAL_PROVIDER_ROOT, else $XDG_RUNTIME_DIR/paperclip-local-provider, else $TMPDIR/paperclip-local-provider-<uid>).
+    /// Absolute directory holding the lease directories, private to the worker's user (default: $LOCAL_PROVIDER_ROOT, else $XDG_RUNTIME_DIR/paperclip-local-provider, else $TMPDIR/paperclip-local-provider-$UID).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<LeaseRoot>,
     /// Transfer timeout of a native sync call, in milliseconds.
