@@ -27,6 +27,7 @@ chapters! {
     Manifest => "manifest.md",
     Testing => "testing.md",
     Ci => "ci.md",
+    StatefulChaos => "stateful-chaos.md",
     Packaging => "packaging.md",
     Kubernetes => "kubernetes.md",
     Troubleshooting => "troubleshooting.md",
