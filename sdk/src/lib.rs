@@ -81,15 +81,11 @@
 //!
 //!     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
 //!         let dir = self.lease_dir(params.lease.provider_lease_id.as_deref())?;
-//!         if !dir.is_dir() {
-//!             // A destroyed lease runs nothing: the host gets an error, not a command result.
-//!             return Err(ProviderError::invalid_params("the lease is gone"));
-//!         }
+//!         dir.is_dir().then_some(()).ok_or_else(|| ProviderError::invalid_params("lease gone"))?;
 //!         let mut command = LocalCommand::new(&params.command);
 //!         command.args(params.args()).env("HOME", &dir).envs(params.env.iter().flatten());
 //!         command.current_dir(params.cwd.as_deref().map_or(dir, PathBuf::from));
-//!         command.stdin(params.stdin.clone().unwrap_or_default());
-//!         command.timeout(params.timeout());
+//!         command.stdin(params.stdin.clone().unwrap_or_default()).timeout(params.timeout());
 //!         // $HOME is the lease; its own process group, streamed, ended on timeout or shutdown.
 //!         Ok(command.execute(&cx).await?)
 //!     }
