@@ -506,12 +506,17 @@ fn local_provider_dies_with_its_sigkilled_shim_by_pdeathsig() {
     writeln!(stdin_kept_open, "{init}").unwrap();
     let stdout = shim.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
+    // The reader hands stdout back with the line: a host that closes the worker's stdout ends
+    // the worker at once (the SDK runtime's closed-stdout rule), which is not what this test
+    // is about, so the pipe stays open until the shim is killed.
     std::thread::spawn(move || {
         let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
+        let mut reader = BufReader::new(stdout);
+        let _ = reader.read_line(&mut line);
+        let _ = tx.send((line, reader));
     });
-    let answer = rx.recv_timeout(Duration::from_secs(300)).expect("no initialize answer");
+    let (answer, _stdout_kept_open) =
+        rx.recv_timeout(Duration::from_secs(300)).expect("no initialize answer");
     let answer: Value = serde_json::from_str(&answer).unwrap();
     assert_eq!(answer["result"]["ok"], true, "{answer}");
     let native = children_of(shim.id());
