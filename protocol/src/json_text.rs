@@ -194,24 +194,26 @@ const ESCAPES: [Escape; 256] = {
     t
 };
 
-/// Appends the escapes of `run` (bytes that all need one), a word per byte through a small
-/// stack buffer.
+/// Appends the escapes of `run` (bytes that all need one), a word per byte written straight
+/// into `out`'s spare capacity: room for the longest escape of every byte (six bytes) plus
+/// the padding of the last word is reserved once, then each escape is stored as one eight-byte
+/// word and the length advanced by its real size (no staging buffer, no copy, no growth
+/// inside the run).
 #[inline(always)]
 fn push_escapes(out: &mut Vec<u8>, run: &[u8]) {
-    const FLUSH: usize = 1024;
-    let mut buf = [0u8; FLUSH + 8];
-    let mut n = 0;
-    out.reserve(run.len() * 2);
+    out.reserve(run.len() * 6 + 8);
+    let mut len = out.len();
+    let base = out.as_mut_ptr();
     for &b in run {
         let e = &ESCAPES[b as usize];
-        buf[n..n + 8].copy_from_slice(&e.text);
-        n += e.len as usize;
-        if n >= FLUSH {
-            out.extend_from_slice(&buf[..n]);
-            n = 0;
-        }
+        // SAFETY: `len + 8 <= out.capacity()`: `len` grows by at most six per byte of `run`,
+        // and six per byte plus eight were reserved above. The bytes past the escape's
+        // length are overwritten by the next escape or lie past the final length.
+        unsafe { std::ptr::write_unaligned(base.add(len).cast::<[u8; 8]>(), e.text) };
+        len += e.len as usize;
     }
-    out.extend_from_slice(&buf[..n]);
+    // SAFETY: every byte below `len` was written above (or was already initialized).
+    unsafe { out.set_len(len) };
 }
 
 /// Per UTF-8 byte: the UTF-16 code units it adds inside a JSON string literal as
@@ -321,6 +323,26 @@ mod tests {
             let want = serde_json::to_string(&text).unwrap();
             assert_eq!(ours(&text), want);
             assert_eq!(json_string_units(&text), js_units(&want));
+        }
+    }
+
+    #[test]
+    fn every_escaped_byte_in_runs_of_every_length_matches_serde_json() {
+        // Runs written word by word into spare capacity: each escape, alone and in runs that
+        // end at every offset, between plain and non-ASCII text (U+2028 is not escaped).
+        let escaped: Vec<char> = (0u8..0x20).chain([b'"', b'\\']).map(char::from).collect();
+        for &c in &escaped {
+            for n in [1, 2, 7, 8, 9, 63, 64, 65, 1025] {
+                let run: String = std::iter::repeat_n(c, n).collect();
+                let mixed: String = escaped.iter().cycle().skip(n).take(n).collect();
+                for text in
+                    [run.clone(), format!("x{run}\u{2028}é{mixed}y"), format!("{mixed}{run}😀")]
+                {
+                    let want = serde_json::to_string(&text).unwrap();
+                    assert_eq!(ours(&text), want, "{c:?} x {n}");
+                    assert_eq!(json_string_units(&text), js_units(&want), "{c:?} x {n}");
+                }
+            }
         }
     }
 
