@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::client::{encode_request, with_next_line, Worker};
@@ -122,7 +123,7 @@ struct LogParams<'a> {
     #[serde(default, borrow)]
     stream: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    chunk: Option<Cow<'a, str>>,
+    chunk: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -131,7 +132,7 @@ struct ExecResult<'a> {
     #[serde(default)]
     exit_code: Option<i64>,
     #[serde(default, borrow)]
-    stdout: Cow<'a, str>,
+    stdout: Option<&'a RawValue>,
     #[serde(default, borrow)]
     stderr: Cow<'a, str>,
 }
@@ -185,8 +186,12 @@ fn read_execute_frame(
         if method == "execute.log" {
             out.logs += 1;
             if let Some(p) = frame.params {
-                if p.stream.as_deref() == Some("stdout") {
-                    out.log_stdout_bytes += p.chunk.map_or(0, |c| c.len() as u64);
+                if let (Some("stdout"), Some(chunk)) = (p.stream.as_deref(), p.chunk) {
+                    out.log_stdout_bytes += match filler.and_then(|f| filler_literal_len(chunk, f))
+                    {
+                        Some(n) => n as u64,
+                        None => decode(chunk)?.len() as u64,
+                    };
                 }
             }
         }
@@ -200,13 +205,49 @@ fn read_execute_frame(
     }
     let r = frame.result.ok_or_else(|| io::Error::other("execute answer without result"))?;
     out.exit_code = r.exit_code;
-    out.stdout_len = r.stdout.len();
     out.stderr_len = r.stderr.len();
-    out.filler_ok = filler.is_none_or(|f| all_bytes_are(r.stdout.as_bytes(), f));
-    if keep_stdout {
-        out.stdout = r.stdout.into_owned();
+    let raw_stdout = r.stdout.unwrap_or(RawValue::NULL);
+    match filler.and_then(|f| filler_literal_len(raw_stdout, f)) {
+        // The literal is exactly the filler repeated: no decode needed to know the text.
+        Some(n) if !keep_stdout => {
+            out.stdout_len = n;
+            out.filler_ok = true;
+        }
+        _ => {
+            let stdout = if r.stdout.is_some() { decode(raw_stdout)? } else { Cow::Borrowed("") };
+            out.stdout_len = stdout.len();
+            out.filler_ok = filler.is_none_or(|f| all_bytes_are(stdout.as_bytes(), f));
+            if keep_stdout {
+                out.stdout = stdout.into_owned();
+            }
+        }
     }
     Ok(true)
+}
+
+/// A JSON string literal (`raw`, quotes included) decoded.
+fn decode(raw: &RawValue) -> io::Result<Cow<'_, str>> {
+    serde_json::from_str(raw.get())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad string: {e}")))
+}
+
+/// When the JSON string literal `raw` is exactly `byte` repeated, each written as `serde_json`
+/// writes it (`a`, `\u0000`, `\u0001`…): how many times. Checked by comparing the literal
+/// with the expected text a block at a time, without decoding it — so that the client's own
+/// decoding of escape-heavy output (serde_json takes an escape at a time) does not become
+/// what a row measures. `None` for any other text (the caller decodes it then).
+pub fn filler_literal_len(raw: &RawValue, byte: u8) -> Option<usize> {
+    let escaped = serde_json::to_string(&char::from(byte)).ok()?;
+    let unit = escaped.as_bytes().get(1..escaped.len() - 1)?;
+    let inner = raw.get().as_bytes().strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    if unit.is_empty() || inner.len() % unit.len() != 0 {
+        return None;
+    }
+    let pattern = unit.repeat(4096 / unit.len());
+    inner
+        .chunks(pattern.len())
+        .all(|c| c == &pattern[..c.len()])
+        .then_some(inner.len() / unit.len())
 }
 
 /// [`execute`] of `sh -c <script>` that must exit 0.
@@ -222,4 +263,50 @@ pub fn shell_ok(
         return Err(io::Error::other(format!("`{script}` exited {:?}", r.exit_code)));
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(serde_json::to_string(text).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn filler_literals_are_counted_only_when_exact() {
+        for byte in [b'a', 0, 1, b'\n', b'"'] {
+            for n in [0, 1, 4095, 4096, 10_000] {
+                let text = char::from(byte).to_string().repeat(n);
+                assert_eq!(filler_literal_len(&raw(&text), byte), Some(n), "{byte} x {n}");
+            }
+            let mut other = char::from(byte).to_string().repeat(5000);
+            other.replace_range(4999.., "b");
+            assert_eq!(filler_literal_len(&raw(&other), byte), None, "{byte}: one byte differs");
+        }
+        // Another spelling of the same text is not the expected literal (decoded instead).
+        let upper = RawValue::from_string("\"\\u0000\\U0000\"".into());
+        assert!(upper.is_err() || filler_literal_len(&upper.unwrap(), 0).is_none());
+        assert_eq!(filler_literal_len(RawValue::NULL, 0), None);
+    }
+
+    #[test]
+    fn execute_answers_count_the_filler_with_or_without_escapes() {
+        for byte in [b'a', 0] {
+            let text = char::from(byte).to_string().repeat(9000);
+            let log = json!({"jsonrpc": "2.0", "method": "execute.log",
+                "params": {"stream": "stdout", "chunk": text}});
+            let answer = json!({"jsonrpc": "2.0", "id": 7,
+                "result": {"exitCode": 0, "stdout": text, "stderr": ""}});
+            let mut out = Executed::default();
+            let log = serde_json::to_vec(&log).unwrap();
+            assert!(!read_execute_frame(&log, 7, false, Some(byte), &mut out).unwrap());
+            let answer = serde_json::to_vec(&answer).unwrap();
+            assert!(read_execute_frame(&answer, 7, false, Some(byte), &mut out).unwrap());
+            assert_eq!((out.log_stdout_bytes, out.stdout_len, out.filler_ok), (9000, 9000, true));
+            let mut wrong = Executed::default();
+            assert!(read_execute_frame(&answer, 7, true, Some(b'z'), &mut wrong).unwrap());
+            assert!(!wrong.filler_ok && wrong.stdout == text);
+        }
+    }
 }
