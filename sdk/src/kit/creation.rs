@@ -282,6 +282,9 @@ pub struct CreationPlan {
     pub remove_on_failure: bool,
     /// The resource in messages (`"container"`, `"sandbox"`, …).
     pub resource: &'static str,
+    /// When the attempt's clock started (checks before the create count against the
+    /// budget); `None`: when [`create_bounded`] is called.
+    pub started: Option<Instant>,
 }
 
 impl CreationPlan {
@@ -294,6 +297,7 @@ impl CreationPlan {
             poll_interval: Duration::from_millis(250),
             remove_on_failure: true,
             resource,
+            started: None,
         }
     }
 
@@ -312,6 +316,13 @@ impl CreationPlan {
     /// The same plan, leaving a failed attempt's resource to the host's cleanup.
     pub fn leaving_failures_to_the_host(mut self) -> Self {
         self.remove_on_failure = false;
+        self
+    }
+
+    /// The same plan, its clock started at `started` (earlier checks count against the
+    /// budget).
+    pub fn started_at(mut self, started: Instant) -> Self {
+        self.started = Some(started);
         self
     }
 
@@ -335,7 +346,7 @@ pub async fn create_bounded<B: CreationBackend>(
     attempt: &CreationAttempt,
     plan: &CreationPlan,
 ) -> Result<B::Resource, ProviderError> {
-    let started = Instant::now();
+    let started = plan.started.unwrap_or_else(Instant::now);
     let cap_at = started + plan.budget;
     let lookup_at = plan.lookup_delay.map(|d| started + d);
     let res = plan.resource;
