@@ -17,18 +17,12 @@ use bollard::query_parameters::{
 use bollard::Docker;
 use paperclip_sandbox_sdk::Deadline;
 
-/// The label every container of this provider carries (`paperclip-provider=container`).
-pub const LABEL_PROVIDER: &str = "paperclip-provider";
+/// The ownership labels every container of this provider carries (the SDK kit's).
+pub use paperclip_sandbox_sdk::kit::creation::{
+    LABEL_COMPANY, LABEL_ENVIRONMENT, LABEL_PROVIDER, LABEL_REUSE, LABEL_RUN,
+};
 /// The value of [`LABEL_PROVIDER`].
 pub const PROVIDER_LABEL_VALUE: &str = "container";
-/// Label: the company.
-pub const LABEL_COMPANY: &str = "paperclip-company-id";
-/// Label: the environment.
-pub const LABEL_ENVIRONMENT: &str = "paperclip-environment-id";
-/// Label: the run.
-pub const LABEL_RUN: &str = "paperclip-run-id";
-/// Label: `"true"` for a reusable lease.
-pub const LABEL_REUSE: &str = "paperclip-reuse-lease";
 /// Label: the lease's expiry (RFC 3339), when the host asked for one.
 pub const LABEL_EXPIRES_AT: &str = "paperclip-expires-at";
 

@@ -1,7 +1,7 @@
 //! Acquire, resume, release, stop and destroy: a lease is one container.
 //!
 //! * **Acquire** creates the container under the attempt's creation name with its ownership
-//!   labels ([`crate::owner`]) and the least-privilege host config of [`container_body`], starts
+//!   labels (the SDK kit's creation attempt, over [`ContainerBackend`]) and the least-privilege host config of [`container_body`], starts
 //!   it, and checks that the workspace, home and temp directories are writable by the lease
 //!   user. The whole attempt is bounded by `acquireTimeoutMs` and by the call's own deadline.
 //!   When an attempt fails after a container may exist (the engine did not answer the create,
@@ -26,19 +26,25 @@
 //!   lease expired or whose main process died (never one stopped on purpose).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use bollard::models::{
+    ContainerCreateBody, ContainerInspectResponse, HostConfig, Mount, MountType,
+};
+use paperclip_sandbox_sdk::async_trait;
+use paperclip_sandbox_sdk::kit::creation::{
+    create_bounded, destroy_failed_create, failed_create_cleanup, CreationAttempt, CreationBackend,
+    CreationPlan, Progress,
+};
 use paperclip_sandbox_sdk::prelude::{
     AcquireLeaseParams, CreationOperation, JsonObject, Lease, ReleaseLeaseParams,
     ResourceDisposition, ResumeLeaseParams, TerminationReceipt,
 };
-use paperclip_sandbox_sdk::protocol::envelope::{
-    AcquisitionDiagnostic, AcquisitionPhase, Ownership,
-};
 use paperclip_sandbox_sdk::protocol::wire_time::{format_rfc3339_ms, now_ms, parse_rfc3339_ms};
 use paperclip_sandbox_sdk::ProviderError;
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use crate::config::{ContainerConfig, Settings};
@@ -47,10 +53,8 @@ use crate::engine::{
     LABEL_EXPIRES_AT, LABEL_PROVIDER, LABEL_REUSE, PROVIDER_LABEL_VALUE,
 };
 use crate::exec::{self, ActiveExecs};
-use crate::owner::{engine_fingerprint, ownership_matches, valid_container_name, Attempt};
 
-/// The lease-metadata key under which the host hands a creation-cleanup record back.
-pub const FAILED_CREATE_CLEANUP: &str = "failedCreateCleanup";
+pub use paperclip_sandbox_sdk::kit::creation::FAILED_CREATE_CLEANUP;
 
 /// Grace period of a container stop before the engine kills the main process.
 const STOP_GRACE_SECS: i32 = 5;
@@ -145,12 +149,6 @@ fn engine_err(context: &str, e: EngineError) -> ProviderError {
     ProviderError::worker(format!("{context}: {e}"))
 }
 
-/// Why an attempt ended without a lease, after a container may exist.
-struct Failure {
-    what: String,
-    deadline: bool,
-}
-
 /// `environmentAcquireLease`.
 pub async fn acquire(
     engine: &Engine,
@@ -159,7 +157,11 @@ pub async fn acquire(
     call_deadline: Option<Instant>,
 ) -> Result<Lease, ProviderError> {
     let started = Instant::now();
-    let attempt = Attempt::for_acquire(params, engine_fingerprint(&settings.docker_host));
+    let attempt = CreationAttempt::for_acquire(
+        params,
+        PROVIDER_LABEL_VALUE,
+        engine_fingerprint(&settings.docker_host),
+    );
     if !valid_container_name(&attempt.creation_name) {
         return Err(ProviderError::invalid_params(
             "creationOperation.id must consist of letters, digits, '_', '.' and '-'",
@@ -185,7 +187,6 @@ pub async fn acquire(
         let left = d.saturating_duration_since(started).saturating_sub(Duration::from_millis(500));
         budget = budget.min(left.max(Duration::from_millis(100)));
     }
-    let deadline = started + budget;
 
     if !engine
         .image_present(&settings.image)
@@ -205,141 +206,131 @@ pub async fn acquire(
         }
         None => "infinity".to_owned(),
     };
-    let body = container_body(settings, labels, sleep_arg);
-    tracing::info!(creation_name = %attempt.creation_name, "creating container");
-
-    let result =
-        tokio::time::timeout_at(deadline, create_and_start(engine, settings, &attempt, body)).await;
-    let failure = match result {
-        Ok(Ok(id)) => {
-            tracing::info!(container = %id, elapsed_ms = started.elapsed().as_millis() as u64, "container ready");
-            let mut lease = Lease::new(id.clone()).with_metadata(lease_metadata(
-                settings,
-                &id,
-                &attempt.creation_name,
-                attempt.reusable,
-            ));
-            if let Some(ms) = expires_ms {
-                lease = lease.with_expires_at(format_rfc3339_ms(ms));
-            }
-            return Ok(lease);
-        }
-        Ok(Err(Step::Refused(e))) => {
-            return Err(ProviderError::worker(format!("Container creation refused: {e}")))
-        }
-        Ok(Err(Step::Failed(what))) => Failure { what, deadline: false },
-        Err(_) => Failure {
-            what: "the container was not ready within the acquisition budget".to_owned(),
-            deadline: true,
-        },
+    let backend = ContainerBackend {
+        engine: engine.clone(),
+        settings: settings.clone(),
+        body: Some(Arc::new(container_body(settings, labels, sleep_arg))),
     };
-    Err(cleanup_after_failure(engine, &attempt, started, budget, failure).await)
-}
-
-enum Step {
-    /// The engine refused the create: nothing was allocated.
-    Refused(EngineError),
-    /// A container may exist.
-    Failed(String),
-}
-
-async fn create_and_start(
-    engine: &Engine,
-    settings: &Settings,
-    attempt: &Attempt,
-    body: ContainerCreateBody,
-) -> Result<String, Step> {
-    let id = match engine.create(&attempt.creation_name, body).await {
-        Ok(id) => id,
-        Err(e) if e.status == Some(409) => {
-            // The name is taken: a retry of this very attempt is adopted, anything else refused.
-            match engine.inspect(&attempt.creation_name).await {
-                Ok(Some(c)) if attempt.owns(&name_of(&c), &labels_of(&c)) => {
-                    c.id.clone()
-                        .ok_or_else(|| Step::Failed("the engine gave no container id".into()))?
-                }
-                _ => return Err(Step::Refused(e)),
-            }
-        }
-        Err(e) if e.is_refusal() => return Err(Step::Refused(e)),
-        Err(e) => return Err(Step::Failed(e.to_string())),
-    };
-    engine.start(&id).await.map_err(|e| Step::Failed(e.to_string()))?;
-    let mut argv = vec!["sh".to_owned(), "-c".to_owned(), READY.to_owned(), "sh".to_owned()];
-    argv.extend([
-        settings.workspace.clone(),
-        settings.home.clone(),
-        settings.cache(),
-        "/tmp".to_owned(),
-    ]);
-    let ready = exec::run_simple(engine, &id, &settings.user(), argv)
-        .await
-        .map_err(|e| Step::Failed(e.to_string()))?;
-    if ready.exit_code != Some(0) {
-        return Err(Step::Failed(
-            "the image's workspace, home, cache or temp directory is not writable by the lease user"
-                .to_owned(),
-        ));
+    let plan = CreationPlan::new(budget, "container").started_at(started);
+    let container = create_bounded(&backend, &attempt, &plan).await?;
+    let id = container.id;
+    let mut lease = Lease::new(id.clone()).with_metadata(lease_metadata(
+        settings,
+        &id,
+        &attempt.creation_name,
+        attempt.reusable,
+    ));
+    if let Some(ms) = expires_ms {
+        lease = lease.with_expires_at(format_rfc3339_ms(ms));
     }
-    Ok(id)
+    Ok(lease)
 }
 
-/// Looks the creation name up, removes a container carrying the attempt's labels, and builds
-/// the cleanup envelope.
-async fn cleanup_after_failure(
-    engine: &Engine,
-    attempt: &Attempt,
-    started: Instant,
-    budget: Duration,
-    failure: Failure,
-) -> ProviderError {
-    let (observed, outcome) = match engine.inspect(&attempt.creation_name).await {
-        Ok(Some(c)) if attempt.owns(&name_of(&c), &labels_of(&c)) => {
-            let id = c.id.clone().unwrap_or_default();
-            let outcome = match engine.remove(&id).await {
-                Ok(_) => "the allocated container was removed".to_owned(),
-                Err(e) => {
-                    format!("removing the allocated container failed ({e}); cleanup is pending")
-                }
-            };
-            (Some(id), outcome)
+/// The fingerprint of an engine address (SHA-256 hex): which engine a cleanup record names.
+pub fn engine_fingerprint(docker_host: &str) -> String {
+    let digest = Sha256::digest(docker_host.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// True when `name` is a container name every Docker-API engine accepts.
+pub fn valid_container_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+        && name.len() <= 200
+}
+
+/// A container as a creation attempt sees it.
+#[derive(Debug, Clone)]
+pub struct Container {
+    /// The engine's id.
+    pub id: String,
+    /// The name (without the leading `/`).
+    pub name: String,
+    /// The labels.
+    pub labels: HashMap<String, String>,
+}
+
+impl Container {
+    fn of(c: &ContainerInspectResponse) -> Option<Container> {
+        Some(Container { id: c.id.clone()?, name: name_of(c), labels: labels_of(c) })
+    }
+}
+
+/// The engine as the kit's creation backend: create (the prepared body), inspect, remove
+/// (with its volumes), and readiness (start, then the lease user can write its directories).
+#[derive(Clone)]
+pub struct ContainerBackend {
+    /// The engine.
+    pub engine: Engine,
+    /// The lease settings.
+    pub settings: Settings,
+    /// The create request; `None` for a backend that only looks up and removes.
+    pub body: Option<Arc<ContainerCreateBody>>,
+}
+
+#[async_trait]
+impl CreationBackend for ContainerBackend {
+    type Resource = Container;
+    type Error = EngineError;
+
+    async fn create(&self, attempt: &CreationAttempt) -> Result<Container, EngineError> {
+        let body = self.body.as_deref().cloned().unwrap_or_default();
+        let id = self.engine.create(&attempt.creation_name, body).await?;
+        let labels = attempt.labels().into_iter().collect();
+        Ok(Container { id, name: attempt.creation_name.clone(), labels })
+    }
+
+    async fn inspect_by_name(&self, name: &str) -> Result<Option<Container>, EngineError> {
+        Ok(self.engine.inspect(name).await?.as_ref().and_then(Container::of))
+    }
+
+    async fn remove(&self, container: &Container) -> Result<(), EngineError> {
+        self.engine.remove(&container.id).await.map(|_| ())
+    }
+
+    async fn progress(&self, container: &Container) -> Result<Progress<Container>, EngineError> {
+        let (engine, settings) = (&self.engine, &self.settings);
+        if let Err(e) = engine.start(&container.id).await {
+            return Ok(Progress::Failed(e.to_string()));
         }
-        Ok(Some(_)) => (
-            None,
-            "the creation name is held by a container without this attempt's labels; cleanup is \
-             pending"
-                .to_owned(),
-        ),
-        Ok(None) => (None, "no container carries the creation name; cleanup is pending".to_owned()),
-        Err(e) => (None, format!("looking the creation name up failed ({e}); cleanup is pending")),
-    };
-    let elapsed = started.elapsed();
-    let kind = if failure.deadline { "timed out" } else { "failed" };
-    let message = format!("Container acquisition {kind}: {}; {outcome}", failure.what);
-    tracing::warn!(creation_name = %attempt.creation_name, elapsed_ms = elapsed.as_millis() as u64, "{message}");
-    let ownership = match attempt.ownership(observed.as_deref().filter(|s| !s.is_empty())) {
-        Ok(o) => o,
-        Err(e) => {
-            tracing::error!(error = %e, "the ownership envelope cannot be built; sending a plain error");
-            return ProviderError::worker(message);
-        }
-    };
-    // A deadline that expired reports elapsed >= budget (the host classifies it transient); an
-    // early failure reports its real, shorter elapsed time.
-    let elapsed_ms = elapsed.as_millis() as u64;
-    let budget_ms = (budget.as_millis() as u64).clamp(1, 86_400_000);
-    let elapsed_ms = if failure.deadline {
-        elapsed_ms.max(budget_ms)
-    } else {
-        elapsed_ms.min(budget_ms.saturating_sub(1))
-    };
-    let diagnostic = AcquisitionDiagnostic::new(
-        AcquisitionPhase::Create,
-        elapsed_ms.min(604_800_000),
-        budget_ms,
-    )
-    .ok();
-    ProviderError::creation_cleanup(message, ownership, diagnostic)
+        let mut argv = vec!["sh".to_owned(), "-c".to_owned(), READY.to_owned(), "sh".to_owned()];
+        argv.extend([
+            settings.workspace.clone(),
+            settings.home.clone(),
+            settings.cache(),
+            "/tmp".to_owned(),
+        ]);
+        Ok(match exec::run_simple(engine, &container.id, &settings.user(), argv).await {
+            Err(e) => Progress::Failed(e.to_string()),
+            Ok(ready) if ready.exit_code != Some(0) => Progress::Failed(
+                "the image's workspace, home, cache or temp directory is not writable by the \
+                 lease user"
+                    .to_owned(),
+            ),
+            Ok(_) => Progress::Ready(container.clone()),
+        })
+    }
+
+    fn resource_id(&self, container: &Container) -> String {
+        container.id.clone()
+    }
+
+    fn resource_name<'a>(&self, container: &'a Container) -> Option<&'a str> {
+        Some(&container.name)
+    }
+
+    fn resource_label<'a>(&self, container: &'a Container, key: &str) -> Option<&'a str> {
+        container.labels.get(key).map(String::as_str)
+    }
+
+    fn is_refusal(&self, error: &EngineError) -> bool {
+        error.is_refusal()
+    }
+
+    fn is_conflict(&self, error: &EngineError) -> bool {
+        error.status == Some(409)
+    }
 }
 
 fn expired(reason: &str) -> Lease {
@@ -452,12 +443,11 @@ pub async fn destroy(
     let Some(id) = params.provider_lease_id.as_deref() else {
         return Ok(None);
     };
-    if let Some(record) = params.lease_metadata.as_ref().and_then(|m| m.get(FAILED_CREATE_CLEANUP))
-    {
-        let ownership = Ownership::parse(record).map_err(|e| {
-            ProviderError::worker(format!("leaseMetadata.failedCreateCleanup is invalid: {e}"))
-        })?;
-        return destroy_failed_create(engine, settings, id, ownership).await;
+    if let Some(ownership) = failed_create_cleanup(params.lease_metadata.as_ref())? {
+        let backend =
+            ContainerBackend { engine: engine.clone(), settings: settings.clone(), body: None };
+        let fingerprint = engine_fingerprint(&settings.docker_host);
+        return destroy_failed_create(&backend, id, ownership, &fingerprint, "container").await;
     }
     if id.starts_with(CreationOperation::NAME_PREFIX) {
         return Err(ProviderError::worker(
@@ -481,66 +471,6 @@ pub async fn destroy(
         }
     }
     Ok(Some(TerminationReceipt::destroyed(id)))
-}
-
-async fn destroy_failed_create(
-    engine: &Engine,
-    settings: &Settings,
-    lease_id: &str,
-    ownership: Ownership,
-) -> Result<Option<TerminationReceipt>, ProviderError> {
-    if ownership.account_fingerprint() != engine_fingerprint(&settings.docker_host) {
-        return Err(ProviderError::worker(
-            "The creation-cleanup record names another engine; nothing was removed",
-        ));
-    }
-    let lookup = |e| engine_err("Looking the creation up failed", e);
-    if let Some(observed) = ownership.observed_provider_lease_id() {
-        if let Some(c) = engine.inspect(observed).await.map_err(lookup)? {
-            if !ownership_matches(&ownership, &name_of(&c), &labels_of(&c)) {
-                return Err(ProviderError::worker(
-                    "The observed container does not carry the creation's ownership labels; \
-                     nothing was removed",
-                ));
-            }
-            engine
-                .remove(observed)
-                .await
-                .map_err(|e| engine_err("Removing the container failed", e))?;
-        }
-        return Ok(Some(TerminationReceipt::destroyed(lease_id)));
-    }
-    let name = ownership.provider_lease_id().to_owned();
-    match engine.inspect(&name).await {
-        Ok(Some(c)) if ownership_matches(&ownership, &name_of(&c), &labels_of(&c)) => {
-            let id = c.id.clone().unwrap_or_default();
-            tracing::info!(creation_name = %name, container = %id, "creation observed; not removing");
-            let observed = ownership
-                .with_observed_provider_lease_id(id)
-                .map_err(|e| ProviderError::worker(format!("The observed id is unusable: {e}")))?;
-            Err(ProviderError::creation_cleanup(
-                "Creation observed: a container carries the creation name; destroy it by its \
-                 observed id",
-                observed,
-                None,
-            ))
-        }
-        Ok(Some(_)) => Err(ProviderError::worker(
-            "The creation name is held by a container without matching ownership labels; \
-             nothing was removed",
-        )),
-        Ok(None) => Err(ProviderError::creation_cleanup(
-            "No container carries the creation name; that is no proof of removal, cleanup stays \
-             unresolved",
-            ownership,
-            None,
-        )),
-        Err(e) => Err(ProviderError::creation_cleanup(
-            format!("Looking the creation name up failed: {e}"),
-            ownership,
-            None,
-        )),
-    }
 }
 
 /// Removes the environment's orphaned containers (see the module docs); the number removed.
@@ -603,5 +533,17 @@ mod tests {
         assert_eq!(targets, ["/workspace", "/home/sandbox", "/run"], "anonymous volumes only");
         assert_eq!(body.user.as_deref(), Some("1000:1000"));
         assert!(host.pids_limit.is_some() && host.memory.is_some());
+    }
+
+    #[test]
+    fn creation_names_and_engine_fingerprints() {
+        let name =
+            format!("paperclip-create-{}", paperclip_sandbox_sdk::kit::creation::generate_uuid());
+        assert!(valid_container_name(&name));
+        assert!(!valid_container_name("paperclip-create-a/b"));
+        assert!(!valid_container_name("-x"));
+        let fp = engine_fingerprint("unix:///x");
+        assert_eq!(fp.len(), 64);
+        assert_ne!(fp, engine_fingerprint("unix:///y"));
     }
 }

@@ -6,7 +6,6 @@
 //! |---|---|
 //! | [`config`] | the typed provider config (`image`, `dockerHost`, limits…) and its defaults |
 //! | [`engine`] | the Engine API: connections, containers, labels, typed engine errors |
-//! | [`owner`] | creation names, ownership labels, the creation-cleanup envelope |
 //! | [`lease`] | acquire / resume / release / stop / destroy / orphan sweep |
 //! | [`exec`] | one command: stdin, streamed output, timeouts that kill the process group |
 //! | [`sync`] | native syncIn / syncOut through the archive API |
@@ -37,7 +36,6 @@ pub mod config;
 pub mod engine;
 pub mod exec;
 pub mod lease;
-pub mod owner;
 pub mod sync;
 pub mod tarball;
 

@@ -63,7 +63,7 @@ async fn engine_gone_mid_acquire_answers_the_cleanup_envelope_and_destroy_resolv
     let mut broken = t.clone();
     broken.docker_host = proxy;
     let mut w = Wire::start(&broken, "company-gone").await;
-    let op = container_provider::owner::generate_uuid();
+    let op = paperclip_sandbox_sdk::kit::creation::generate_uuid();
     let p = w.params(json!({"runId": "run-gone", "creationOperation": {"version": 1, "id": &op}}));
     let (_, resp) = w.call("environmentAcquireLease", p).await;
     let error = &resp["error"];
@@ -291,7 +291,7 @@ async fn an_acquisition_budget_that_runs_out_answers_the_cleanup_envelope_and_de
     let mut slow = t.clone();
     slow.docker_host = proxy;
     let mut w = Wire::start(&slow, "company-budget").await;
-    let op = container_provider::owner::generate_uuid();
+    let op = paperclip_sandbox_sdk::kit::creation::generate_uuid();
     let name = format!("{}{op}", CreationOperation::NAME_PREFIX);
     let mut p =
         w.params(json!({"runId": "run-budget", "creationOperation": {"version": 1, "id": &op}}));

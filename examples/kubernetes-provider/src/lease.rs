@@ -1,7 +1,7 @@
 //! Acquire, resume, release and destroy: a lease is one Pod, or one Job and its Pod.
 //!
 //! * **Acquire** creates the object under the attempt's creation name with its ownership
-//!   labels and annotations ([`crate::owner`]) and the least-privilege manifest of
+//!   labels and annotations ([`crate::names`], the SDK kit's creation attempt over [`KubeBackend`]) and the least-privilege manifest of
 //!   [`crate::spec`], then waits until its Pod runs. The attempt is bounded by
 //!   `acquireTimeoutMs` and by the call's own deadline. When it fails after the object may
 //!   exist (the server did not answer the create, the Pod could not start, the budget ran
@@ -25,32 +25,36 @@
 //!   lease expired.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use local_provider::timeutil::{format_rfc3339_ms, now_ms, parse_rfc3339_ms};
+use paperclip_sandbox_sdk::async_trait;
+use paperclip_sandbox_sdk::kit::creation::{
+    create_bounded, destroy_failed_create, failed_create_cleanup, CreationAttempt, CreationBackend,
+    CreationPlan, Progress,
+};
 use paperclip_sandbox_sdk::prelude::{
     AcquireLeaseParams, CreationOperation, JsonObject, Lease, ReleaseLeaseParams,
     ResourceDisposition, ResumeLeaseParams, TerminationReceipt,
 };
-use paperclip_sandbox_sdk::protocol::envelope::{
-    AcquisitionDiagnostic, AcquisitionPhase, Ownership,
-};
+use paperclip_sandbox_sdk::protocol::wire_time::{format_rfc3339_ms, now_ms, parse_rfc3339_ms};
 use paperclip_sandbox_sdk::ProviderError;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use crate::cluster::{account_fingerprint, Cluster, ClusterError};
 use crate::config::{Backend, KubernetesConfig, Settings};
-use crate::owner::{
-    annotation, belongs, label_value, ownership_matches, Attempt, LeaseRef, ANNOTATION_EXPIRES_AT,
-    LABEL_COMPANY, LABEL_ENVIRONMENT, LABEL_PROVIDER, LABEL_REUSE, PROVIDER_LABEL_VALUE,
+use crate::names::{
+    annotation, annotations_of, belongs, label_value, labels_of, valid_attempt, LeaseRef,
+    ANNOTATION_EXPIRES_AT, LABEL_COMPANY, LABEL_ENVIRONMENT, LABEL_PROVIDER, LABEL_REUSE,
+    PROVIDER_LABEL_VALUE,
 };
 use crate::spec::{self, Manifest, GRACE_SECS};
 
-/// The lease-metadata key under which the host hands a creation-cleanup record back.
-pub const FAILED_CREATE_CLEANUP: &str = "failedCreateCleanup";
+pub use paperclip_sandbox_sdk::kit::creation::FAILED_CREATE_CLEANUP;
 
 /// How long a graceful delete may take before the Pod is deleted with no grace: short enough
 /// that the delete, a forced one after it and the answer fit a host's 30 s call timeout.
@@ -178,19 +182,6 @@ fn stuck(p: &Pod) -> Option<String> {
         .then(|| format!("the Pod's container cannot start ({waiting})"))
 }
 
-/// Why an attempt ended without a lease, after an object may exist.
-struct Failure {
-    what: String,
-    deadline: bool,
-}
-
-enum Step {
-    /// The server refused the create: nothing was allocated.
-    Refused(ClusterError),
-    /// An object may exist.
-    Failed(String),
-}
-
 /// `environmentAcquireLease`.
 pub async fn acquire(
     cluster: &Cluster,
@@ -200,11 +191,13 @@ pub async fn acquire(
 ) -> Result<Lease, ProviderError> {
     let started = Instant::now();
     let fingerprint = account_fingerprint(&cluster.server, &settings.namespace);
-    let Some(attempt) = Attempt::for_acquire(params, settings.backend, fingerprint) else {
+    let attempt = CreationAttempt::for_acquire(params, PROVIDER_LABEL_VALUE, fingerprint);
+    if !valid_attempt(&attempt.id) {
         return Err(ProviderError::invalid_params(
             "creationOperation.id must consist of lowercase letters, digits and '-' (at most 46) to name a Pod",
         ));
-    };
+    }
+    let lease = LeaseRef { backend: settings.backend, attempt: attempt.id.clone() };
     let expires_ms = match params.requested_expires_at.as_deref() {
         None => None,
         Some(s) => match parse_rfc3339_ms(s) {
@@ -224,8 +217,7 @@ pub async fn acquire(
         let left = d.saturating_duration_since(started).saturating_sub(Duration::from_millis(500));
         budget = budget.min(left.max(Duration::from_millis(100)));
     }
-    let deadline = started + budget;
-    let mut annotations = attempt.annotations();
+    let mut annotations = annotations_of(&attempt);
     let mut deadline_secs = settings.active_deadline_seconds;
     if let Some(ms) = expires_ms {
         annotations.insert(ANNOTATION_EXPIRES_AT.to_owned(), format_rfc3339_ms(ms));
@@ -234,135 +226,189 @@ pub async fn acquire(
     let manifest = Manifest {
         settings,
         name: &attempt.creation_name,
-        labels: attempt.labels(),
+        labels: labels_of(&attempt),
         annotations,
         deadline_secs,
     };
-    tracing::info!(creation_name = %attempt.creation_name, backend = settings.backend.as_str(), "creating the lease");
-    let result =
-        tokio::time::timeout_at(deadline, create_and_wait(cluster, settings, &attempt, &manifest))
-            .await;
-    let failure = match result {
-        Ok(Ok(pod)) => {
-            tracing::info!(pod = %pod, elapsed_ms = started.elapsed().as_millis() as u64, "lease Pod running");
-            let lease = &attempt.lease;
-            let mut out = Lease::new(lease.id()).with_metadata(lease_metadata(
-                settings,
-                lease,
-                Some(&pod),
-                attempt.reusable,
-            ));
-            if let Some(ms) = expires_ms {
-                out = out.with_expires_at(format_rfc3339_ms(ms));
-            }
-            return Ok(out);
-        }
-        Ok(Err(Step::Refused(e))) => {
-            return Err(ProviderError::worker(format!("The lease creation was refused: {e}")))
-        }
-        Ok(Err(Step::Failed(what))) => Failure { what, deadline: false },
-        Err(_) => Failure {
-            what: "the Pod was not running within the acquisition budget".to_owned(),
-            deadline: true,
-        },
+    let object = match settings.backend {
+        Backend::Pod => Spec::Pod(Box::new(spec::pod(&manifest))),
+        Backend::Job => Spec::Job(Box::new(spec::job(&manifest))),
     };
-    Err(cleanup_after_failure(cluster, settings, &attempt, started, budget, failure).await)
+    tracing::info!(backend = settings.backend.as_str(), "creating the lease");
+    let backend = KubeBackend {
+        cluster: cluster.clone(),
+        namespace: settings.namespace.clone(),
+        backend: Some(settings.backend),
+        spec: Some(Arc::new(object)),
+    };
+    let plan = CreationPlan::new(budget, "Pod")
+        .with_poll_interval(Duration::from_millis(250))
+        .started_at(started);
+    let created = create_bounded(&backend, &attempt, &plan).await?;
+    tracing::info!(pod = ?created.pod, elapsed_ms = started.elapsed().as_millis() as u64, "lease Pod running");
+    let mut out = Lease::new(lease.id()).with_metadata(lease_metadata(
+        settings,
+        &lease,
+        created.pod.as_deref(),
+        attempt.reusable,
+    ));
+    if let Some(ms) = expires_ms {
+        out = out.with_expires_at(format_rfc3339_ms(ms));
+    }
+    Ok(out)
 }
 
-async fn create_and_wait(
-    cluster: &Cluster,
-    settings: &Settings,
-    attempt: &Attempt,
-    manifest: &Manifest<'_>,
-) -> Result<String, Step> {
-    let ns = settings.namespace.as_str();
-    let created = match settings.backend {
-        Backend::Pod => cluster.create_pod(ns, &spec::pod(manifest)).await.map(|_| ()),
-        Backend::Job => cluster.create_job(ns, &spec::job(manifest)).await.map(|_| ()),
-    };
-    match created {
-        Ok(()) => {}
-        Err(e) if e.status == Some(409) => {
-            // The name is taken: a retry of this very attempt is adopted, anything else refused.
-            match lease_object(cluster, ns, &attempt.lease).await {
-                Ok(Some(meta)) if attempt.owns(&meta) => {}
-                _ => return Err(Step::Refused(e)),
+/// The object a creation attempt sends.
+#[derive(Debug)]
+pub enum Spec {
+    /// A Pod.
+    Pod(Box<Pod>),
+    /// A Job.
+    Job(Box<Job>),
+}
+
+/// A lease object as a creation attempt sees it.
+#[derive(Debug, Clone)]
+pub struct LeaseObject {
+    /// Its lease id.
+    pub lease: LeaseRef,
+    /// The object's metadata.
+    pub meta: ObjectMeta,
+    /// The name of its running Pod, once known.
+    pub pod: Option<String>,
+}
+
+/// The cluster as the kit's creation backend, in one namespace.
+#[derive(Clone)]
+pub struct KubeBackend {
+    /// The cluster.
+    pub cluster: Cluster,
+    /// The namespace.
+    pub namespace: String,
+    /// The backend of the lease; `None` looks under both (a cleanup record names no backend).
+    pub backend: Option<Backend>,
+    /// The object to create; `None` for a backend that only looks up and deletes.
+    pub spec: Option<Arc<Spec>>,
+}
+
+/// A cluster error, or an observed id that is not one of this provider's lease ids.
+#[derive(Debug)]
+pub enum KubeFailure {
+    /// A cluster call failed.
+    Cluster(ClusterError),
+    /// The id names no lease of this provider.
+    NotALeaseId,
+}
+
+impl std::fmt::Display for KubeFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KubeFailure::Cluster(e) => e.fmt(f),
+            KubeFailure::NotALeaseId => {
+                f.write_str("the observed lease id is not one of this provider's")
             }
         }
-        Err(e) if e.is_refusal() => return Err(Step::Refused(e)),
-        Err(e) => return Err(Step::Failed(e.to_string())),
-    }
-    let mut pause = Duration::from_millis(100);
-    loop {
-        match lease_pod(cluster, ns, &attempt.lease).await {
-            Ok(Some(p)) if running(&p) => return Ok(p.metadata.name.unwrap_or_default()),
-            Ok(Some(p)) => {
-                if let Some(why) = stuck(&p) {
-                    return Err(Step::Failed(why));
-                }
-            }
-            Ok(None) if settings.backend == Backend::Pod => {
-                return Err(Step::Failed("the Pod disappeared while it started".to_owned()))
-            }
-            Ok(None) => {}
-            Err(e) => tracing::debug!(error = %e, "reading the starting Pod failed"),
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(500));
     }
 }
 
-/// Looks the creation name up, deletes an object carrying the attempt's annotations, and
-/// builds the cleanup envelope.
-async fn cleanup_after_failure(
-    cluster: &Cluster,
-    settings: &Settings,
-    attempt: &Attempt,
-    started: Instant,
-    budget: Duration,
-    failure: Failure,
-) -> ProviderError {
-    let ns = settings.namespace.as_str();
-    let lease = &attempt.lease;
-    let (observed, outcome) = match lease_object(cluster, ns, lease).await {
-        Ok(Some(meta)) if attempt.owns(&meta) => {
-            let outcome = match delete_object(cluster, ns, lease, DELETE_WAIT).await {
-                Ok(_) => "the allocated object was deleted".to_owned(),
-                Err(e) => format!("deleting the allocated object failed ({e}); cleanup is pending"),
-            };
-            (Some(lease.id()), outcome)
+impl From<ClusterError> for KubeFailure {
+    fn from(e: ClusterError) -> Self {
+        KubeFailure::Cluster(e)
+    }
+}
+
+impl KubeBackend {
+    async fn object(&self, lease: LeaseRef) -> Result<Option<LeaseObject>, KubeFailure> {
+        let meta = lease_object(&self.cluster, &self.namespace, &lease).await?;
+        Ok(meta.map(|meta| LeaseObject { lease, meta, pod: None }))
+    }
+}
+
+#[async_trait]
+impl CreationBackend for KubeBackend {
+    type Resource = LeaseObject;
+    type Error = KubeFailure;
+
+    async fn create(&self, attempt: &CreationAttempt) -> Result<LeaseObject, KubeFailure> {
+        let ns = self.namespace.as_str();
+        let (meta, backend) = match self.spec.as_deref() {
+            Some(Spec::Pod(pod)) => {
+                (self.cluster.create_pod(ns, pod).await?.metadata, Backend::Pod)
+            }
+            Some(Spec::Job(job)) => {
+                (self.cluster.create_job(ns, job).await?.metadata, Backend::Job)
+            }
+            None => return Err(KubeFailure::NotALeaseId),
+        };
+        Ok(LeaseObject {
+            lease: LeaseRef { backend, attempt: attempt.id.clone() },
+            meta,
+            pod: None,
+        })
+    }
+
+    async fn inspect_by_name(&self, name: &str) -> Result<Option<LeaseObject>, KubeFailure> {
+        let Some(attempt) = name.strip_prefix(CreationOperation::NAME_PREFIX) else {
+            return Ok(None);
+        };
+        let backends = match self.backend {
+            Some(b) => vec![b],
+            None => vec![Backend::Pod, Backend::Job],
+        };
+        for backend in backends {
+            let found = self.object(LeaseRef { backend, attempt: attempt.to_owned() }).await?;
+            if found.is_some() {
+                return Ok(found);
+            }
         }
-        Ok(Some(_)) => (None, "the creation name is held by an object without this attempt's annotations; cleanup is pending".to_owned()),
-        Ok(None) => (None, "no object carries the creation name; cleanup is pending".to_owned()),
-        Err(e) => (None, format!("looking the creation name up failed ({e}); cleanup is pending")),
-    };
-    let elapsed = started.elapsed();
-    let kind = if failure.deadline { "timed out" } else { "failed" };
-    let message = format!("Pod acquisition {kind}: {}; {outcome}", failure.what);
-    tracing::warn!(creation_name = %attempt.creation_name, elapsed_ms = elapsed.as_millis() as u64, "{message}");
-    let ownership = match attempt.ownership(observed.as_deref()) {
-        Ok(o) => o,
-        Err(e) => {
-            tracing::error!(error = %e, "the ownership envelope cannot be built; sending a plain error");
-            return ProviderError::worker(message);
-        }
-    };
-    // An expired deadline reports elapsed >= budget (the host classifies it transient); an
-    // early failure reports its real, shorter elapsed time.
-    let elapsed_ms = elapsed.as_millis() as u64;
-    let budget_ms = (budget.as_millis() as u64).clamp(1, 86_400_000);
-    let elapsed_ms = if failure.deadline {
-        elapsed_ms.max(budget_ms)
-    } else {
-        elapsed_ms.min(budget_ms.saturating_sub(1))
-    };
-    let diagnostic = AcquisitionDiagnostic::new(
-        AcquisitionPhase::Create,
-        elapsed_ms.min(604_800_000),
-        budget_ms,
-    )
-    .ok();
-    ProviderError::creation_cleanup(message, ownership, diagnostic)
+        Ok(None)
+    }
+
+    async fn inspect_by_id(&self, id: &str) -> Result<Option<LeaseObject>, KubeFailure> {
+        let lease = LeaseRef::parse(id).ok_or(KubeFailure::NotALeaseId)?;
+        self.object(lease).await
+    }
+
+    async fn remove(&self, object: &LeaseObject) -> Result<(), KubeFailure> {
+        delete_object(&self.cluster, &self.namespace, &object.lease, DELETE_WAIT).await?;
+        Ok(())
+    }
+
+    async fn progress(&self, object: &LeaseObject) -> Result<Progress<LeaseObject>, KubeFailure> {
+        Ok(match lease_pod(&self.cluster, &self.namespace, &object.lease).await? {
+            Some(p) if running(&p) => {
+                Progress::Ready(LeaseObject { pod: p.metadata.name.clone(), ..object.clone() })
+            }
+            Some(p) => match stuck(&p) {
+                Some(why) => Progress::Failed(why),
+                None => Progress::Pending,
+            },
+            None if object.lease.backend == Backend::Pod => {
+                Progress::Failed("the Pod disappeared while it started".to_owned())
+            }
+            None => Progress::Pending,
+        })
+    }
+
+    fn resource_id(&self, object: &LeaseObject) -> String {
+        object.lease.id()
+    }
+
+    fn resource_name<'a>(&self, object: &'a LeaseObject) -> Option<&'a str> {
+        object.meta.name.as_deref()
+    }
+
+    fn resource_label<'a>(&self, object: &'a LeaseObject, key: &str) -> Option<&'a str> {
+        annotation(&object.meta, key)
+    }
+
+    fn is_refusal(&self, error: &KubeFailure) -> bool {
+        matches!(error, KubeFailure::Cluster(e) if e.is_refusal())
+    }
+
+    fn is_conflict(&self, error: &KubeFailure) -> bool {
+        matches!(error, KubeFailure::Cluster(e) if e.status == Some(409))
+    }
 }
 
 fn expired(reason: &str) -> Lease {
@@ -444,12 +490,15 @@ pub async fn destroy(
         return Ok(None);
     };
     let ns = settings.namespace.as_str();
-    if let Some(record) = params.lease_metadata.as_ref().and_then(|m| m.get(FAILED_CREATE_CLEANUP))
-    {
-        let ownership = Ownership::parse(record).map_err(|e| {
-            ProviderError::worker(format!("leaseMetadata.failedCreateCleanup is invalid: {e}"))
-        })?;
-        return destroy_failed_create(cluster, settings, id, ownership).await;
+    if let Some(ownership) = failed_create_cleanup(params.lease_metadata.as_ref())? {
+        let backend = KubeBackend {
+            cluster: cluster.clone(),
+            namespace: ns.to_owned(),
+            backend: None,
+            spec: None,
+        };
+        let fingerprint = account_fingerprint(&cluster.server, ns);
+        return destroy_failed_create(&backend, id, ownership, &fingerprint, "object").await;
     }
     if id.starts_with(CreationOperation::NAME_PREFIX) {
         return Err(ProviderError::worker(
@@ -473,80 +522,6 @@ pub async fn destroy(
         tracing::info!(lease = %id, "lease deleted");
     }
     Ok(Some(TerminationReceipt::destroyed(id)))
-}
-
-async fn destroy_failed_create(
-    cluster: &Cluster,
-    settings: &Settings,
-    lease_id: &str,
-    ownership: Ownership,
-) -> Result<Option<TerminationReceipt>, ProviderError> {
-    let ns = settings.namespace.as_str();
-    if ownership.account_fingerprint() != account_fingerprint(&cluster.server, ns) {
-        return Err(ProviderError::worker(
-            "The creation-cleanup record names another cluster or namespace; nothing was deleted",
-        ));
-    }
-    let lookup = |e| cluster_err("Looking the creation up failed", e);
-    if let Some(observed) = ownership.observed_provider_lease_id() {
-        let Some(lease) = LeaseRef::parse(observed) else {
-            return Err(ProviderError::worker(
-                "The observed lease id is not one of this provider's",
-            ));
-        };
-        if let Some(meta) = lease_object(cluster, ns, &lease).await.map_err(lookup)? {
-            if !ownership_matches(&ownership, &meta) {
-                return Err(ProviderError::worker(
-                    "The observed object does not carry the creation's ownership annotations; nothing was deleted",
-                ));
-            }
-            delete_object(cluster, ns, &lease, DELETE_WAIT)
-                .await
-                .map_err(|e| cluster_err("Deleting the lease failed", e))?;
-        }
-        return Ok(Some(TerminationReceipt::destroyed(lease_id)));
-    }
-    // Only the creation name: look under it (a Pod, else a Job); delete nothing.
-    let attempt = ownership.attempt_id().to_owned();
-    let mut found = None;
-    for backend in [Backend::Pod, Backend::Job] {
-        let lease = LeaseRef { backend, attempt: attempt.clone() };
-        match lease_object(cluster, ns, &lease).await {
-            Ok(Some(meta)) => {
-                found = Some((lease, meta));
-                break;
-            }
-            Ok(None) => {}
-            Err(e) => {
-                return Err(ProviderError::creation_cleanup(
-                    format!("Looking the creation name up failed: {e}"),
-                    ownership,
-                    None,
-                ))
-            }
-        }
-    }
-    match found {
-        Some((lease, meta)) if ownership_matches(&ownership, &meta) => {
-            tracing::info!(creation_name = %ownership.provider_lease_id(), "creation observed; not deleting");
-            let observed = ownership
-                .with_observed_provider_lease_id(lease.id())
-                .map_err(|e| ProviderError::worker(format!("The observed id is unusable: {e}")))?;
-            Err(ProviderError::creation_cleanup(
-                "Creation observed: an object carries the creation name; destroy it by its observed id",
-                observed,
-                None,
-            ))
-        }
-        Some(_) => Err(ProviderError::worker(
-            "The creation name is held by an object without matching ownership annotations; nothing was deleted",
-        )),
-        None => Err(ProviderError::creation_cleanup(
-            "No object carries the creation name; that is no proof of removal, cleanup stays unresolved",
-            ownership,
-            None,
-        )),
-    }
 }
 
 /// The label selector of this provider's objects of `company` and `environment`.

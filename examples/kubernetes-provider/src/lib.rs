@@ -5,7 +5,7 @@
 //! |---|---|
 //! | [`config`] | the typed provider config (`namespace`, `backend`, `image`, limits…) |
 //! | [`cluster`] | the API server: connections, Pod and Job calls, typed errors |
-//! | [`owner`] | lease ids, creation names, ownership labels and annotations, the envelope |
+//! | [`names`] | lease ids, object names, ownership labels and annotations |
 //! | [`spec`] | the least-privilege Pod and Job manifests |
 //! | [`lease`] | acquire / resume / release / destroy / orphan sweep |
 //! | [`exec`] | one command over the exec subresource: stdin, streamed output, timeouts |
@@ -48,14 +48,14 @@ pub mod cluster;
 pub mod config;
 pub mod exec;
 pub mod lease;
-pub mod owner;
+pub mod names;
 pub mod spec;
 pub mod sync;
 
 use cluster::{Cluster, Clusters};
 use config::{KubernetesConfig, Settings};
 use exec::{ActiveExecs, ExecSpec, Stream, Target};
-use owner::LeaseRef;
+use names::LeaseRef;
 
 /// The provider: API server connections and the table of running commands.
 #[derive(Debug, Default, PluginManifest)]

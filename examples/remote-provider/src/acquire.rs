@@ -1,4 +1,5 @@
-//! Fresh acquisition with a cap and a lookup by creation name (seed 001, PR #20828).
+//! Fresh acquisition with a cap and a lookup by creation name (seed 001, PR #20828), on the
+//! SDK kit's creation attempt (`paperclip_sandbox_sdk::kit::creation`) over [`RemoteBackend`].
 //!
 //! 1. `POST /sandbox` with the creation name `paperclip-create-<id>` and the ownership labels.
 //!    The call runs in its own task: it may hang, and its late answer must never undo an
@@ -20,19 +21,22 @@
 //! Once adopted, a sandbox is never deleted by this attempt, whatever the create call answers
 //! later.
 
-use std::time::Duration;
+use std::fmt;
 
+use paperclip_sandbox_sdk::async_trait;
+use paperclip_sandbox_sdk::kit::creation::{
+    create_bounded, CreationAttempt, CreationBackend, CreationPlan, Progress,
+};
 use paperclip_sandbox_sdk::prelude::{AcquireLeaseParams, JsonObject, Lease};
-use paperclip_sandbox_sdk::protocol::envelope::{AcquisitionDiagnostic, AcquisitionPhase};
 use paperclip_sandbox_sdk::ProviderError;
 use serde_json::json;
-use tokio::task::JoinHandle;
-use tokio::time::{sleep_until, Instant};
 
 use crate::api::{ApiClient, ApiError, CreateSandbox, Sandbox, SandboxState};
 use crate::config::RemoteConfig;
 use crate::lifecycle::delete_confirmed;
-use crate::owner::Attempt;
+
+/// The value of the `paperclip-provider` label.
+pub const PROVIDER_LABEL_VALUE: &str = "remote";
 
 /// The lease metadata of a sandbox (no key is named like a config key): its id, creation
 /// name, reusability and, when the API names one, its working directory as `remoteCwd`.
@@ -48,12 +52,94 @@ pub fn lease_metadata(sandbox: &Sandbox, creation_name: &str, reusable: bool) ->
     value.as_object().cloned().unwrap_or_default()
 }
 
-/// Why an attempt ended without a lease.
-enum End {
-    /// A deadline (the lookup delay or the cap) expired; `budget` is that deadline.
-    Deadline { budget: Duration, what: String },
-    /// An early failure, before any deadline.
-    Early { what: String },
+/// The sandbox API as the kit's creation backend: one account (client and config).
+#[derive(Clone)]
+pub struct RemoteBackend {
+    /// The API client.
+    pub client: ApiClient,
+    /// The account's config.
+    pub config: RemoteConfig,
+}
+
+/// A failed API call, or a removal that was not confirmed.
+#[derive(Debug)]
+pub enum RemoteFailure {
+    /// The API call failed.
+    Api(ApiError),
+    /// The deletion was not confirmed.
+    Removal(String),
+}
+
+impl fmt::Display for RemoteFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RemoteFailure::Api(e) => e.fmt(f),
+            RemoteFailure::Removal(m) => f.write_str(m),
+        }
+    }
+}
+
+#[async_trait]
+impl CreationBackend for RemoteBackend {
+    type Resource = Sandbox;
+    type Error = RemoteFailure;
+
+    async fn create(&self, attempt: &CreationAttempt) -> Result<Sandbox, RemoteFailure> {
+        let request = CreateSandbox {
+            name: attempt.creation_name.clone(),
+            labels: attempt.labels().into_iter().collect(),
+            auto_delete_interval: self.config.ttl_minutes.map(|m| m.get() as i64),
+            snapshot: self.config.snapshot.clone(),
+        };
+        // Longer than the cap: the cap, not a transport timeout, ends a hanging create (a
+        // timed-out create would otherwise count as a failed one and be compensated).
+        let timeout = self.config.acquire_cap() + self.config.request_timeout();
+        self.client.create(&request, timeout).await.map_err(RemoteFailure::Api)
+    }
+
+    async fn inspect_by_name(&self, name: &str) -> Result<Option<Sandbox>, RemoteFailure> {
+        self.client.find_by_name(name).await.map_err(RemoteFailure::Api)
+    }
+
+    async fn inspect_by_id(&self, id: &str) -> Result<Option<Sandbox>, RemoteFailure> {
+        self.client.get(id).await.map_err(RemoteFailure::Api)
+    }
+
+    async fn remove(&self, sandbox: &Sandbox) -> Result<(), RemoteFailure> {
+        delete_confirmed(&self.client, &self.config, &sandbox.id)
+            .await
+            .map_err(|e| RemoteFailure::Removal(e.message().to_owned()))
+    }
+
+    async fn progress(&self, sandbox: &Sandbox) -> Result<Progress<Sandbox>, RemoteFailure> {
+        let Some(current) = self.client.get(&sandbox.id).await.map_err(RemoteFailure::Api)? else {
+            return Ok(Progress::Failed("the sandbox disappeared while being created".into()));
+        };
+        Ok(match current.state {
+            SandboxState::Started => Progress::Ready(current),
+            s if s.is_preparing_snapshot() => Progress::Preparing,
+            SandboxState::Creating | SandboxState::Starting => Progress::Pending,
+            other => {
+                Progress::Failed(format!("the sandbox reached state {other} while being created"))
+            }
+        })
+    }
+
+    fn resource_id(&self, sandbox: &Sandbox) -> String {
+        sandbox.id.clone()
+    }
+
+    fn resource_name<'a>(&self, sandbox: &'a Sandbox) -> Option<&'a str> {
+        Some(&sandbox.name)
+    }
+
+    fn resource_label<'a>(&self, sandbox: &'a Sandbox, key: &str) -> Option<&'a str> {
+        sandbox.labels.get(key).map(String::as_str)
+    }
+
+    fn is_refusal(&self, error: &RemoteFailure) -> bool {
+        matches!(error, RemoteFailure::Api(e) if e.is_refusal())
+    }
 }
 
 /// Runs one fresh acquisition.
@@ -62,228 +148,14 @@ pub async fn acquire(
     config: &RemoteConfig,
     params: &AcquireLeaseParams<RemoteConfig>,
 ) -> Result<Lease, ProviderError> {
-    let started = Instant::now();
-    let attempt = Attempt::for_acquire(params, config.account_fingerprint());
-    let request = CreateSandbox {
-        name: attempt.creation_name.clone(),
-        labels: attempt.label_map(),
-        auto_delete_interval: config.ttl_minutes.map(|m| m.get() as i64),
-        snapshot: config.snapshot.clone(),
-    };
-    tracing::info!(creation_name = %attempt.creation_name, "creating sandbox");
-    let mut create: JoinHandle<Result<Sandbox, ApiError>> = tokio::spawn({
-        let client = client.clone();
-        // Longer than the cap: the cap, not a transport timeout, ends a hanging create (a
-        // timed-out create would otherwise count as a failed one and be compensated).
-        let timeout = config.acquire_cap() + config.request_timeout();
-        async move { client.create(&request, timeout).await }
-    });
-    let lookup_at = started + config.create_lookup_delay();
-    let cap_at = started + config.acquire_cap();
-    let mut create_pending = true;
-    let mut sandbox_id: Option<String> = None;
-
-    let end = loop {
-        let now = Instant::now();
-        let observed = match &sandbox_id {
-            Some(id) => Some(client.get(id).await),
-            None if now >= lookup_at => {
-                tracing::info!(creation_name = %attempt.creation_name, "create not answered; looking the name up");
-                Some(client.find_by_name(&attempt.creation_name).await)
-            }
-            None => None,
-        };
-        match observed {
-            Some(Ok(Some(sandbox))) if !attempt.owns(&sandbox) => {
-                break End::Early {
-                    what: "the sandbox under the creation name lacks this attempt's ownership \
-                           labels"
-                        .to_owned(),
-                };
-            }
-            Some(Ok(Some(sandbox))) => {
-                sandbox_id = Some(sandbox.id.clone());
-                match sandbox.state {
-                    SandboxState::Started => {
-                        detach_create(create, create_pending, &sandbox.id);
-                        tracing::info!(sandbox_id = %sandbox.id, elapsed_ms = started.elapsed().as_millis() as u64, "sandbox adopted");
-                        let metadata =
-                            lease_metadata(&sandbox, &attempt.creation_name, attempt.reusable);
-                        return Ok(Lease::new(sandbox.id).with_metadata(metadata));
-                    }
-                    s if s.is_preparing_snapshot() => {}
-                    SandboxState::Creating | SandboxState::Starting if now >= lookup_at => {
-                        break End::Deadline {
-                            budget: config.create_lookup_delay(),
-                            what: format!(
-                                "the sandbox was still {} at the lookup delay",
-                                sandbox.state
-                            ),
-                        };
-                    }
-                    SandboxState::Creating | SandboxState::Starting => {}
-                    other => {
-                        break End::Early {
-                            what: format!("the sandbox reached state {other} while being created"),
-                        }
-                    }
-                }
-            }
-            Some(Ok(None)) if sandbox_id.is_some() => {
-                break End::Early {
-                    what: "the sandbox disappeared while being created".to_owned(),
-                };
-            }
-            Some(Ok(None)) => {
-                break End::Deadline {
-                    budget: config.create_lookup_delay(),
-                    what: "no sandbox carried the creation name at the lookup delay".to_owned(),
-                };
-            }
-            Some(Err(e)) => tracing::warn!(error = %e, "reading the sandbox failed; retrying"),
-            None => {}
-        }
-        if Instant::now() >= cap_at {
-            break End::Deadline {
-                budget: config.acquire_cap(),
-                what: "the sandbox did not start within the acquisition cap".to_owned(),
-            };
-        }
-        // Nothing to read before the lookup delay while the id is unknown: wait for the create
-        // answer or the lookup; otherwise poll.
-        let now = Instant::now();
-        let wake = if sandbox_id.is_some() || now >= lookup_at {
-            now + config.poll_interval()
-        } else {
-            lookup_at
-        };
-        let wake = wake.min(cap_at);
-        if create_pending {
-            tokio::select! {
-                answer = &mut create => {
-                    create_pending = false;
-                    match answer {
-                        Ok(Ok(sandbox)) => {
-                            tracing::debug!(sandbox_id = %sandbox.id, state = %sandbox.state, "create answered");
-                            sandbox_id = Some(sandbox.id);
-                        }
-                        Ok(Err(e)) => {
-                            return Err(create_failed(client, config, &attempt, started, e).await);
-                        }
-                        Err(join) => {
-                            let e = ApiError::Transport {
-                                operation: "POST /sandbox".to_owned(),
-                                reason: format!("the create task ended: {join}"),
-                            };
-                            return Err(create_failed(client, config, &attempt, started, e).await);
-                        }
-                    }
-                }
-                _ = sleep_until(wake) => {}
-            }
-        } else {
-            sleep_until(wake).await;
-        }
-    };
-
-    create.abort();
-    let elapsed = started.elapsed();
-    let (budget, message) = match end {
-        End::Deadline { budget, what } => {
-            // Deadlines are checked against the clock before this point: elapsed >= budget.
-            (
-                budget,
-                format!("Sandbox acquisition timed out: {what}; allocation cleanup is pending"),
-            )
-        }
-        End::Early { what } => (
-            config.acquire_cap(),
-            format!("Sandbox creation failed: {what}; allocation cleanup is pending"),
-        ),
-    };
-    tracing::warn!(creation_name = %attempt.creation_name, elapsed_ms = elapsed.as_millis() as u64, budget_ms = budget.as_millis() as u64, "{message}");
-    Err(cleanup_error(&attempt, sandbox_id.as_deref(), message, elapsed, budget))
-}
-
-/// After an adoption, the create call may still be running: let it finish in the background
-/// and only log a late failure. It never triggers a compensating delete.
-fn detach_create(create: JoinHandle<Result<Sandbox, ApiError>>, pending: bool, adopted: &str) {
-    if !pending {
-        return;
-    }
-    let adopted = adopted.to_owned();
-    tokio::spawn(async move {
-        match create.await {
-            Ok(Ok(_)) => {
-                tracing::debug!(sandbox_id = %adopted, "late create answer for an adopted sandbox")
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(sandbox_id = %adopted, error = %e, "create call failed after the sandbox was adopted; keeping the sandbox")
-            }
-            Err(_) => {}
-        }
-    });
-}
-
-/// The create call failed before any adoption.
-async fn create_failed(
-    client: &ApiClient,
-    config: &RemoteConfig,
-    attempt: &Attempt,
-    started: Instant,
-    error: ApiError,
-) -> ProviderError {
-    if error.is_refusal() {
-        tracing::warn!(error = %error, "the API refused the create request");
-        return ProviderError::worker(format!("Sandbox creation refused: {error}"));
-    }
-    let elapsed = started.elapsed();
-    let (observed, outcome) = match client.find_by_name(&attempt.creation_name).await {
-        Ok(Some(sandbox)) if attempt.owns(&sandbox) => {
-            let confirmed = delete_confirmed(client, config, &sandbox.id).await;
-            let outcome = match confirmed {
-                Ok(()) => "allocated sandbox cleanup was confirmed".to_owned(),
-                Err(e) => format!("allocated sandbox cleanup is pending ({})", e.message()),
-            };
-            (Some(sandbox.id), outcome)
-        }
-        Ok(Some(_)) => (
-            None,
-            "the creation name is held by a sandbox without this attempt's labels; cleanup is \
-             pending"
-                .to_owned(),
-        ),
-        Ok(None) => {
-            (None, "no sandbox carries the creation name yet; cleanup is pending".to_owned())
-        }
-        Err(e) => (None, format!("looking the creation name up failed ({e}); cleanup is pending")),
-    };
-    let message = format!("Sandbox creation failed: {error}; {outcome}");
-    tracing::warn!(creation_name = %attempt.creation_name, "{message}");
-    cleanup_error(attempt, observed.as_deref(), message, elapsed, config.acquire_cap())
-}
-
-/// The cleanup envelope with its diagnostic, or a plain error when the ownership cannot be
-/// expressed (a host value that is not an identifier).
-fn cleanup_error(
-    attempt: &Attempt,
-    observed: Option<&str>,
-    message: String,
-    elapsed: Duration,
-    budget: Duration,
-) -> ProviderError {
-    let ownership = match attempt.ownership(observed) {
-        Ok(o) => o,
-        Err(e) => {
-            tracing::error!(error = %e, "the ownership envelope cannot be built; sending a plain error");
-            return ProviderError::worker(message);
-        }
-    };
-    let diagnostic = AcquisitionDiagnostic::new(
-        AcquisitionPhase::Create,
-        (elapsed.as_millis() as u64).min(604_800_000),
-        (budget.as_millis() as u64).clamp(1, 86_400_000),
-    )
-    .ok();
-    ProviderError::creation_cleanup(message, ownership, diagnostic)
+    let attempt =
+        CreationAttempt::for_acquire(params, PROVIDER_LABEL_VALUE, config.account_fingerprint());
+    let plan = CreationPlan::new(config.acquire_cap(), "sandbox")
+        .with_lookup_delay(config.create_lookup_delay())
+        .with_poll_interval(config.poll_interval())
+        .leaving_failures_to_the_host();
+    let backend = RemoteBackend { client: client.clone(), config: config.clone() };
+    let sandbox = create_bounded(&backend, &attempt, &plan).await?;
+    let metadata = lease_metadata(&sandbox, &attempt.creation_name, attempt.reusable);
+    Ok(Lease::new(sandbox.id).with_metadata(metadata))
 }

@@ -26,7 +26,6 @@ pub mod acquire;
 pub mod api;
 pub mod config;
 pub mod lifecycle;
-pub mod owner;
 
 use api::{ApiClient, ExecRequest};
 use config::RemoteConfig;

@@ -20,18 +20,16 @@ use paperclip_sandbox_sdk::prelude::{
     DestroyLeaseParams, JsonObject, Lease, ReleaseLeaseParams, ResourceDisposition,
     ResumeLeaseParams, StopErrorReason, StopLeaseParams, TerminationReceipt,
 };
-use paperclip_sandbox_sdk::protocol::envelope::Ownership;
 use paperclip_sandbox_sdk::ProviderError;
 use serde_json::{json, Value};
 use tokio::time::{sleep, Instant};
 
-use crate::acquire::lease_metadata;
+use crate::acquire::{lease_metadata, RemoteBackend};
 use crate::api::{ApiClient, ApiError, Sandbox, SandboxState};
 use crate::config::RemoteConfig;
-use crate::owner::ownership_matches;
 
-/// The lease-metadata key under which the host hands a creation-cleanup ownership back.
-pub const FAILED_CREATE_CLEANUP: &str = "failedCreateCleanup";
+pub use paperclip_sandbox_sdk::kit::creation::FAILED_CREATE_CLEANUP;
+use paperclip_sandbox_sdk::kit::creation::{destroy_failed_create, failed_create_cleanup};
 
 /// Reads `id` every poll interval until `check` decides or `stateTimeoutMs` passes. `Ok(None)`
 /// on timeout; read failures are retried and the last one is returned on timeout.
@@ -96,12 +94,10 @@ pub async fn destroy(
     let Some(lease_id) = params.provider_lease_id.as_deref() else {
         return Ok(None);
     };
-    let cleanup = params.lease_metadata.as_ref().and_then(|m| m.get(FAILED_CREATE_CLEANUP));
-    if let Some(cleanup) = cleanup {
-        let ownership = Ownership::parse(cleanup).map_err(|e| {
-            ProviderError::worker(format!("leaseMetadata.failedCreateCleanup is invalid: {e}"))
-        })?;
-        return destroy_failed_create(client, config, lease_id, ownership).await;
+    if let Some(ownership) = failed_create_cleanup(params.lease_metadata.as_ref())? {
+        let backend = RemoteBackend { client: client.clone(), config: config.clone() };
+        let fingerprint = config.account_fingerprint();
+        return destroy_failed_create(&backend, lease_id, ownership, &fingerprint, "sandbox").await;
     }
     if lease_id.starts_with(paperclip_sandbox_sdk::prelude::CreationOperation::NAME_PREFIX) {
         return Err(ProviderError::worker(
@@ -111,64 +107,6 @@ pub async fn destroy(
     }
     delete_confirmed(client, config, lease_id).await?;
     Ok(Some(TerminationReceipt::destroyed(lease_id)))
-}
-
-async fn destroy_failed_create(
-    client: &ApiClient,
-    config: &RemoteConfig,
-    lease_id: &str,
-    ownership: Ownership,
-) -> Result<Option<TerminationReceipt>, ProviderError> {
-    if ownership.account_fingerprint() != config.account_fingerprint() {
-        return Err(ProviderError::worker(
-            "The creation-cleanup record belongs to other credentials; nothing was deleted",
-        ));
-    }
-    if let Some(observed) = ownership.observed_provider_lease_id() {
-        let current = client.get(observed).await.map_err(|e| {
-            ProviderError::worker(format!("Reading the observed sandbox failed: {e}"))
-        })?;
-        if let Some(sandbox) = current {
-            if !ownership_matches(&ownership, &sandbox) {
-                return Err(ProviderError::worker(
-                    "The observed sandbox no longer carries the creation's ownership labels; \
-                     nothing was deleted",
-                ));
-            }
-            delete_confirmed(client, config, observed).await?;
-        }
-        return Ok(Some(TerminationReceipt::destroyed(lease_id)));
-    }
-    let name = ownership.provider_lease_id().to_owned();
-    match client.find_by_name(&name).await {
-        Ok(Some(sandbox)) if ownership_matches(&ownership, &sandbox) => {
-            tracing::info!(creation_name = %name, sandbox_id = %sandbox.id, "creation observed; not deleting");
-            let observed = ownership
-                .with_observed_provider_lease_id(sandbox.id.clone())
-                .map_err(|e| ProviderError::worker(format!("The observed id is unusable: {e}")))?;
-            Err(ProviderError::creation_cleanup(
-                "Creation observed: the sandbox under the creation name was found; destroy it by \
-                 its observed id",
-                observed,
-                None,
-            ))
-        }
-        Ok(Some(_)) => Err(ProviderError::worker(
-            "The creation name is held by a sandbox without matching ownership labels; nothing \
-             was deleted",
-        )),
-        Ok(None) => Err(ProviderError::creation_cleanup(
-            "No sandbox carries the creation name; that is not proof of removal, cleanup stays \
-             unresolved",
-            ownership,
-            None,
-        )),
-        Err(e) => Err(ProviderError::creation_cleanup(
-            format!("Looking the creation name up failed: {e}"),
-            ownership,
-            None,
-        )),
-    }
 }
 
 fn is_reusable(metadata: Option<&JsonObject>) -> bool {

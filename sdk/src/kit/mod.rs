@@ -7,11 +7,14 @@
 //! * [`Excludes`]: the sync `exclude` patterns, applied as `tar --exclude` does.
 //! * [`effective_sync_timeout_ms`]: the transfer timeout of a sync call, with the host's
 //!   `minimumTimeoutMs` read only from hosts of the profile that sends it.
+//! * [`creation`]: creation attempts — the creation name, ownership labels, the bounded
+//!   create over a [`creation::CreationBackend`], the cleanup envelope, `destroy_failed_create`.
 //! * [`random_hex`]: fresh names from the kernel's random source.
 //!
 //! Command output is [`crate::output`]; the call's deadline [`crate::deadline`]; wire
 //! timestamps [`crate::protocol::wire_time`].
 
+pub mod creation;
 mod error;
 mod glob;
 

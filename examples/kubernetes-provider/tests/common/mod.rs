@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use kubernetes_provider::cluster::Cluster;
-use kubernetes_provider::owner::{
+use kubernetes_provider::names::{
     label_value, LABEL_COMPANY, LABEL_PROVIDER, PROVIDER_LABEL_VALUE,
 };
 use paperclip_sandbox_sdk::testing::WorkerProcess;
