@@ -96,7 +96,7 @@ pub const REQUIREMENTS: &[Requirement] = &[
     req("RT-SHELL-1", Must, "The sandbox has a POSIX `sh`, `tar`, and writable workspace, home, cache and temp directories.", "SANDBOX-REQUIREMENTS.md, \"Runtime dependencies\""),
     req("RT-NODE-1", Should, "`node` resolves on the sandbox's starting PATH (`command -v node`).", "SANDBOX-REQUIREMENTS.md, \"Required on PATH\""),
     req("RT-CLI-1", Must, "Every CLI the operator's runs use (`--require-cli`) resolves with `command -v <cmd> || exit 1`.", "SANDBOX-REQUIREMENTS.md, \"Required on PATH\", \"Detection contract\""),
-    req("RT-PROFILE-1", Must, "No login profile or rc file appears or changes in the sandbox home across a lease lifecycle.", "SANDBOX-REQUIREMENTS.md, \"Firm rule\""),
+    req("RT-PROFILE-1", Must, "No login profile or rc file appears or changes in the sandbox home across a lease lifecycle, acquire included.", "SANDBOX-REQUIREMENTS.md, \"Firm rule\""),
     req("LIFE-RELEASE-1", Must, "environmentReleaseLease answers null or a termination receipt naming the lease.", "@paperclipai/plugin-sdk protocol.ts (PluginEnvironmentReleaseLeaseParams, termination receipt)"),
     req("LIFE-RESUME-1", Must, "With reusableLeases effective, environmentResumeLease of a live lease returns that lease.", "SANDBOX_PROVIDER_CAPABILITIES.md, \"Reusable leases need an explicit opt-in\""),
     req("LIFE-RESUME-2", Must, "With reusableLeases effective, environmentResumeLease of a destroyed lease returns `{providerLeaseId: null, metadata}`.", "SANDBOX_PROVIDER_CAPABILITIES.md, \"Reusable leases need an explicit opt-in\""),

@@ -120,6 +120,8 @@ fails_exactly! {
     commands_of_a_lease_run_one_at_a_time: OfficialSdk("serial-exec")
         => ["execute.control-commands"];
     login_profile_written: OfficialSdk("writes-login-profile") => ["runtime.no-login-profile"];
+    rc_file_written_while_acquiring: OfficialSdk("writes-rc-on-acquire")
+        => ["runtime.no-login-profile"];
     string_id_answered_as_number: HandWritten("string-id-as-number.cjs") => ["framing.id-echo"];
     void_answer_without_result: HandWritten("void-without-result.cjs")
         => ["framing.void-result-null"];
