@@ -165,6 +165,8 @@ fails_exactly! {
         => ["lifecycle.stop-twice"];
     stop_from_a_fresh_worker_finds_no_lease: HandWritten("stop-own-leases-only.cjs")
         => ["lifecycle.stop-from-fresh-worker"];
+    stop_after_the_export_resume_deletes: HandWritten("stop-after-resume-deletes.cjs")
+        => ["lifecycle.export-resume"];
 }
 
 /// `-32004` with a message of its own is what the host needs: the check passes and notes the
