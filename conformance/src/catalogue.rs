@@ -47,7 +47,6 @@ pub const CONTRACT_ONLY: &[ContractOnly] = &[
     contract("LIFE-EXPIRY-1", Must, "`requestedExpiresAt` is honoured and the real expiry returned, or no expiry at all."),
     contract("EXEC-BYPASS-1", Must, "`bypassSession: true` runs one-shot, outside any session."),
     contract("LIFE-RECEIPT-1", Must, "A termination receipt only after the end of execution is confirmed."),
-    contract("LIFE-STOP-2", Must, "A failed or unconfirmed stop is an error and never deletes."),
     contract("SYNC-ATOMIC-1", Must, "File mappings replace atomically; no world-readable window on the host."),
     contract("SYNC-FAIL-1", Must, "Sync fails loudly, never widens paths, streams instead of buffering."),
     contract("SYNC-MIN-1", Must, "Transfers may take max(`minimumTimeoutMs`, configured); invalid minimums get -32602."),

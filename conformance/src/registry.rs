@@ -15,13 +15,17 @@ use crate::check::{
 pub use crate::check::{Check, CheckFn, Need, Scope};
 use crate::checks::{
     envelopes, execute, framing, handshake, ledger, lifecycle, lints, manifest, newer, runtime,
-    shutdown, sync,
+    shutdown, stop, sync,
 };
 use crate::context::{RunEnv, WorkerFacts};
 use crate::hostmodel::{host_makes, HostCall};
 
 const ACQUIRE: Need = Need::Method(Method::EnvironmentAcquireLease);
 const NOVEMBER: Need = Need::Profile(HostProfile::Paperclip2026_11);
+/// The needs of a stop check that runs commands in the lease: acquire and execute advertised,
+/// the host stops leases of this worker, and the lease the run acquired.
+const STOP_IN_LEASE: &[Need] =
+    &[ACQUIRE, Need::Method(Method::EnvironmentExecute), Need::Host(HostCall::Stop), Need::Lease];
 
 /// Every check, in running order: one row a check, grouped by the module of
 /// [`crate::checks`] that holds its function (`#[rustfmt::skip]` keeps a row on one line).
@@ -87,6 +91,10 @@ pub const CHECKS: &[Check] = &[
     check("lifecycle.resume-destroyed", "LIFE-RESUME-2", "resume of a destroyed lease returns providerLeaseId null", Main, &[ACQUIRE, Need::Host(HostCall::Resume), Need::Method(Method::EnvironmentDestroyLease), Need::Lease], lifecycle::resume_destroyed),
     check("lifecycle.destroy-idempotent", "LIFE-DESTROY-1", "destroy twice succeeds", Main, &[ACQUIRE, Need::Method(Method::EnvironmentDestroyLease), Need::Lease], lifecycle::destroy_idempotent),
     check("lifecycle.stop-keeps-files", "LIFE-STOP-1", "stop answers a stopped receipt and keeps files", Main, &[ACQUIRE, Need::Host(HostCall::Stop), Need::Lease], lifecycle::stop_keeps_files),
+    check("lifecycle.stop-busy-never-deletes", "LIFE-STOP-2", "a stop while a command runs answers stopped or an error, never deletes", Main, STOP_IN_LEASE, stop::stop_busy_never_deletes),
+    check("lifecycle.stop-twice", "LIFE-STOP-3", "a second stop of a stopped lease answers stopped", Main, STOP_IN_LEASE, stop::stop_twice),
+    check("lifecycle.stop-from-fresh-worker", "LIFE-STOP-4", "a worker started afresh stops a lease acquired before", Main, STOP_IN_LEASE, stop::stop_from_fresh_worker),
+    check("lifecycle.export-resume", "LIFE-STOP-5", "export-only resume: stop, resume, ready, export, stop again", Main, &[ACQUIRE, Need::Method(Method::EnvironmentExecute), Need::Host(HostCall::Stop), Need::Method(Method::EnvironmentResumeLease), Need::Lease], stop::export_resume),
     // The checks of the newest upstream methods, each gated by what the worker advertises and what
     // the host would call.
     check("newer.not-implemented", "WIRE-METHOD-2", "environmentTask, routeAiConnection, loginPtyOpen, duplexChannelOpen: -32004 with upstream's message unless advertised", Main, &[NOVEMBER], newer::not_implemented),

@@ -849,9 +849,15 @@ mod tests {
         let fixture =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/broken/correct.cjs");
         let argv = ["node".to_owned(), fixture.display().to_string()];
-        let mut options = RunOptions::new(crate::process::WorkerCommand::from_argv(&argv).unwrap());
+        let mut command = crate::process::WorkerCommand::from_argv(&argv).unwrap();
+        // The fixture keeps its leases under $TMPDIR: a directory of this test, removed after.
+        let tmp = std::env::temp_dir().join(format!("pcconf-unit-panic-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        command.env.push(("TMPDIR".into(), tmp.display().to_string()));
+        let mut options = RunOptions::new(command);
         options.progress = false;
         let (report, ledger) = run_checks(options, &[&ACQUIRE_THEN_PANIC]).unwrap();
+        let _ = std::fs::remove_dir_all(&tmp);
         let ids: Vec<&str> = report.checks.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["execute.acquire-then-panic", LEDGER_CHECK]);
         let panicked = &report.checks[0];

@@ -120,6 +120,8 @@ fails_exactly! {
     commands_of_a_lease_run_one_at_a_time: OfficialSdk("serial-exec")
         => ["execute.control-commands"];
     login_profile_written: OfficialSdk("writes-login-profile") => ["runtime.no-login-profile"];
+    rc_file_written_while_acquiring: OfficialSdk("writes-rc-on-acquire")
+        => ["runtime.no-login-profile"];
     string_id_answered_as_number: HandWritten("string-id-as-number.cjs") => ["framing.id-echo"];
     void_answer_without_result: HandWritten("void-without-result.cjs")
         => ["framing.void-result-null"];
@@ -157,6 +159,14 @@ fails_exactly! {
     output_decoded_chunk_by_chunk: HandWritten("utf8-split-by-chunks.cjs") => ["execute.output"];
     env_values_on_a_command_line: HandWritten("env-on-command-line.cjs")
         => ["execute.env-not-on-command-line"];
+    stop_of_a_busy_lease_falls_back_to_deletion: HandWritten("stop-deletes-when-busy.cjs")
+        => ["lifecycle.stop-busy-never-deletes"];
+    second_stop_of_a_stopped_lease_fails: HandWritten("second-stop-fails.cjs")
+        => ["lifecycle.stop-twice"];
+    stop_from_a_fresh_worker_finds_no_lease: HandWritten("stop-own-leases-only.cjs")
+        => ["lifecycle.stop-from-fresh-worker"];
+    stop_after_the_export_resume_deletes: HandWritten("stop-after-resume-deletes.cjs")
+        => ["lifecycle.export-resume"];
 }
 
 /// `-32004` with a message of its own is what the host needs: the check passes and notes the
@@ -351,6 +361,10 @@ fn backend_down_is_one_failure_and_the_rest_blocked() {
         "lifecycle.realize",
         "sync.round-trip",
         "lifecycle.stop-keeps-files",
+        "lifecycle.stop-busy-never-deletes",
+        "lifecycle.stop-twice",
+        "lifecycle.stop-from-fresh-worker",
+        "lifecycle.export-resume",
         "newer.idle-busy",
         "newer.duplex-roundtrip",
         "newer.login-pty",
@@ -699,15 +713,25 @@ fn private_directory_official_sdk_worker_passes_every_must_under_both_profiles()
             "execute.incremental-output",
             "sync.round-trip",
             "runtime.required-clis",
-            "lifecycle.stop-keeps-files",
         ]
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
         // The published SDK predates the newest upstream methods (idle sleep, Runner tasks,
-        // duplex channels): it advertises none of them, so every `newer.*` check skips.
+        // duplex channels, environmentStopLease): it advertises none of them, so every
+        // `newer.*` check and every stop check skips.
         let newer = registry::all().filter(|c| c.family() == "newer").map(|c| c.id.to_owned());
         skipped.extend(newer);
+        skipped.extend(
+            [
+                "lifecycle.stop-keeps-files",
+                "lifecycle.stop-busy-never-deletes",
+                "lifecycle.stop-twice",
+                "lifecycle.stop-from-fresh-worker",
+                "lifecycle.export-resume",
+            ]
+            .map(String::from),
+        );
         assert_eq!(ids_with(&report, "SKIP"), skipped, "{profile}");
         assert!(
             ids_with(&report, "PASS").contains("execute.cwd")

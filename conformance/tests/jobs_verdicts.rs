@@ -1,21 +1,31 @@
 //! `--jobs` changes how long a run takes, never its verdicts: every broken fixture and the local
 //! example get the same checks with the same statuses one check at a time (`--jobs 1`) and
-//! several at once (`--jobs 3`, also on a machine whose default would be lower).
+//! several at once (`--jobs 3`, also on a machine whose default would be lower). The fixtures
+//! run three at a time, each run with a private TMPDIR for its workers.
 
 mod support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
 fn verdicts(jobs: &str, worker: &[String]) -> Vec<(String, String)> {
-    let out = Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
-        .args(["run", "-q", "--format", "json", "--jobs", jobs, "--"])
-        .args(worker)
-        .stderr(Stdio::null())
-        .output()
-        .unwrap();
+    // Shorter waits than the defaults (a 2 MB oversize frame, 1.5 s to exit), the same for
+    // both runs: what is compared is the verdicts at one --jobs and at another.
+    let mut args = vec!["run", "-q", "--format", "json", "--jobs", jobs];
+    args.extend(["--oversize-bytes", "2000000", "--shutdown-timeout-ms", "1500", "--"]);
+    args.extend(worker.iter().map(String::as_str));
+    // Each run's workers get a TMPDIR of their own (removed after), so that a fixture worker
+    // the harness kills leaves nothing in the system temp directory.
+    let out = support::with_private_tmp(&args, |args| {
+        Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
+            .args(args)
+            .stderr(Stdio::null())
+            .output()
+            .unwrap()
+    });
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{worker:?} --jobs {jobs}: {e}"));
     report["checks"]
@@ -56,7 +66,28 @@ fn every_broken_fixture_gets_the_same_verdicts_at_any_jobs() {
         .collect();
     fixtures.sort();
     assert!(fixtures.len() > 20);
-    for fixture in fixtures {
-        assert_same(vec!["node".into(), fixture.display().to_string()]);
-    }
+    // The fixtures are independent of each other (each run has its own workers and temp
+    // directory) and mostly wait on their workers: three at a time.
+    let next = AtomicUsize::new(0);
+    let mismatches: Vec<String> = std::thread::scope(|scope| {
+        let lanes: Vec<_> = (0..3)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut found = vec![];
+                    while let Some(fixture) = fixtures.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let worker = vec!["node".into(), fixture.display().to_string()];
+                        let (serial, parallel) = (verdicts("1", &worker), verdicts("3", &worker));
+                        if serial != parallel {
+                            found.push(format!(
+                                "{worker:?}: --jobs 1 {serial:?} vs --jobs 3 {parallel:?}"
+                            ));
+                        }
+                    }
+                    found
+                })
+            })
+            .collect();
+        lanes.into_iter().flat_map(|lane| lane.join().expect("a lane of fixture runs")).collect()
+    });
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
 }

@@ -14,4 +14,5 @@ pub mod manifest;
 pub mod newer;
 pub mod runtime;
 pub mod shutdown;
+pub mod stop;
 pub mod sync;

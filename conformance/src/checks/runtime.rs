@@ -131,6 +131,30 @@ fn profile_snapshot(ctx: &mut Ctx<'_>, lease: &Lease) -> Result<String, Finding>
     Ok(out)
 }
 
+/// The login profiles and rc files of `$HOME` last modified at most `window_s` seconds ago by
+/// the sandbox's own clock (its `date +%s` against each file's modification time, so a clock
+/// that differs from the harness's does not matter). Taken right after acquire, with the
+/// window covering the acquire call: a file in it was written while the lease was acquired.
+fn recent_profiles(
+    ctx: &mut Ctx<'_>,
+    lease: &Lease,
+    window_s: u64,
+) -> Result<Vec<String>, Finding> {
+    let script = format!(
+        "[ -n \"$HOME\" ] || exit 0; now=$(date +%s); for f in {PROFILES}; do p=\"$HOME/$f\"; \
+         [ -e \"$p\" ] || continue; m=$(date -r \"$p\" +%s 2>/dev/null || stat -c %Y \"$p\" 2>/dev/null) \
+         || continue; [ -n \"$m\" ] && [ $((now - m)) -le {window_s} ] && echo \"$f\"; done; exit 0"
+    );
+    let (code, out) = run(ctx, lease, script)?;
+    if code != 0 {
+        return Err(fail(
+            "listing the login profiles of $HOME succeeds",
+            format!("exit {code}: {out}"),
+        ));
+    }
+    Ok(out.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect())
+}
+
 /// Uploads a small file into the lease's runtime root as the host would for this worker:
 /// environmentSyncIn where the host syncs natively, else its base64 upload over
 /// `environmentExecute` stdin.
@@ -175,12 +199,28 @@ fn host_upload(ctx: &mut Ctx<'_>, lease: &Lease) -> CheckResult {
 }
 
 /// RT-PROFILE-1: no login profile or rc file appears or changes in the sandbox home across a
-/// lease's life as the host drives it: from the first command after acquire (the earliest
-/// the home can be looked at) through realize, one-shot and session commands, a command with
+/// lease's life as the host drives it: during `environmentAcquireLease` (a profile modified
+/// within the acquire call, judged by the sandbox's clock in the first command after it), and
+/// from that first command through realize, one-shot and session commands, a command with
 /// stdin, and a file upload in the host's shape (native sync, else base64 over execute). A
 /// release is not part of it: after one the lease may be gone, and nothing could look.
 pub fn no_login_profile(ctx: &mut Ctx<'_>) -> CheckResult {
+    let started = std::time::Instant::now();
     let lease = ctx.acquire()?;
+    // The window reaches back to before the acquire call was sent: its whole duration, one
+    // second for the files' whole-second times and one for the first command's own start.
+    let window_s = started.elapsed().as_secs() + 2;
+    let during_acquire = recent_profiles(ctx, &lease, window_s)?;
+    if !during_acquire.is_empty() {
+        return Err(fail(
+            format!("no login profile or rc file ({PROFILES}) is written in $HOME while the lease is acquired"),
+            format!(
+                "modified within the acquire call: {} (the runtime never writes a profile; the \
+                 sandbox owner supplies a ready PATH)",
+                during_acquire.join(", ")
+            ),
+        ));
+    }
     let before = profile_snapshot(ctx, &lease)?;
     ctx.realize(&lease)?;
     for exec in [

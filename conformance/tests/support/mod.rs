@@ -109,21 +109,28 @@ pub fn harness_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
     })
 }
 
-/// Runs `f` with `args`; a `run` naming a worker (after `--`) and no `TMPDIR` of its own gets
-/// `--env TMPDIR=<a fresh directory>`, removed afterwards: the fixture workers keep their
-/// leases under `$TMPDIR` (`pcconf-fixture-*`), and a worker the harness kills cannot clean up,
-/// so the suite would leave those directories in the system temp directory.
-fn with_private_tmp<T>(args: &[&str], f: impl FnOnce(&[&str]) -> T) -> T {
+/// Runs `f` with `args`; a `run` or `replay` naming a worker (after `--`) and no `TMPDIR` of
+/// its own gets a fresh directory as its worker's `TMPDIR` (`run --env TMPDIR=<dir>`; `replay`,
+/// which has no `--env`, starts the worker as `env TMPDIR=<dir> <worker>`), removed afterwards:
+/// the fixture workers keep their leases under `$TMPDIR` (`pcconf-fixture-*`), and a worker the
+/// harness kills cannot clean up, so the suite would leave those directories in the system temp
+/// directory.
+pub fn with_private_tmp<T>(args: &[&str], f: impl FnOnce(&[&str]) -> T) -> T {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     let dash = args.iter().position(|a| *a == "--");
     let own_tmp = args.iter().any(|a| a.starts_with("TMPDIR="));
-    let (Some(dash), Some(&"run"), false) = (dash, args.first(), own_tmp) else { return f(args) };
+    let sub = args.first().copied();
+    let (Some(dash), Some("run" | "replay"), false) = (dash, sub, own_tmp) else { return f(args) };
     let dir = temp_dir("tmp", &RUNS.fetch_add(1, Ordering::Relaxed).to_string());
     let env = format!("TMPDIR={}", dir.display());
     let mut with_env = args[..dash].to_vec();
-    with_env.extend(["--env", env.as_str()]);
-    with_env.extend_from_slice(&args[dash..]);
+    if sub == Some("run") {
+        with_env.extend(["--env", env.as_str(), "--"]);
+    } else {
+        with_env.extend(["--", "env", env.as_str()]);
+    }
+    with_env.extend_from_slice(&args[dash + 1..]);
     let out = f(&with_env);
     let _ = std::fs::remove_dir_all(&dir);
     out

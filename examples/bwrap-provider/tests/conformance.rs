@@ -24,6 +24,10 @@ fn passes_every_check(extra_config: serde_json::Value) {
             HostProfile::Paperclip2026_09,
             &[
                 "lifecycle.stop-keeps-files",
+                "lifecycle.stop-busy-never-deletes",
+                "lifecycle.stop-twice",
+                "lifecycle.stop-from-fresh-worker",
+                "lifecycle.export-resume",
                 "newer.not-implemented",
                 "newer.idle-seal",
                 "newer.idle-busy",

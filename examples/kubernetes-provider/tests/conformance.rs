@@ -41,6 +41,10 @@ async fn kubernetes_provider_passes_every_check_and_leaves_no_pod() {
                 "newer.login-pty",
                 "newer.duplex-roundtrip",
                 "lifecycle.stop-keeps-files",
+                "lifecycle.stop-busy-never-deletes",
+                "lifecycle.stop-twice",
+                "lifecycle.stop-from-fresh-worker",
+                "lifecycle.export-resume",
                 "newer.not-implemented",
             ];
             assert_conformant(options, profile, &with_cli_skip(&skips))

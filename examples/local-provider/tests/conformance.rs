@@ -18,6 +18,10 @@ fn local_provider_passes_every_check() {
             HostProfile::Paperclip2026_09,
             &[
                 "lifecycle.stop-keeps-files",
+                "lifecycle.stop-busy-never-deletes",
+                "lifecycle.stop-twice",
+                "lifecycle.stop-from-fresh-worker",
+                "lifecycle.export-resume",
                 "newer.not-implemented",
                 "newer.idle-seal",
                 "newer.idle-busy",
