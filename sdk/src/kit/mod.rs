@@ -9,7 +9,7 @@
 //!   `minimumTimeoutMs` read only from hosts of the profile that sends it.
 //! * [`random_hex`]: fresh names from the kernel's random source.
 //!
-//! Command output is [`crate::output`]; the call's deadline [`crate::deadline`]; wire
+//! Command output is [`crate::output`]; the call's deadline [`Deadline`](crate::Deadline); wire
 //! timestamps [`crate::protocol::wire_time`].
 
 mod error;
