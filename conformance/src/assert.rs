@@ -25,7 +25,7 @@ impl From<WorkerCommand> for RunOptions {
 /// for further assertions. Blocking: from async code, call it in `spawn_blocking`.
 ///
 /// ```no_run
-/// use paperclip_sandbox_conformance::{assert_conformant, process::WorkerCommand};
+/// use paperclip_sandbox_conformance::{assert_conformant, WorkerCommand};
 /// use paperclip_sandbox_protocol::HostProfile;
 ///
 /// let worker = WorkerCommand::from_argv(&["target/debug/my-provider".to_owned()]).unwrap();

@@ -56,7 +56,7 @@ pub struct RunOptions {
     /// `--require-cli`: the CLIs the operator's runs need on the sandbox's PATH.
     pub required_clis: Vec<String>,
     /// `--jobs`: how many checks run at once, each on a worker of its own (1: one after
-    /// another, on one main worker); [`default_jobs`] when not given.
+    /// another, on one main worker); when not given, the machine's cores, at most 4.
     pub jobs: usize,
 }
 

@@ -425,7 +425,6 @@ impl Session {
                 self.stdout_closed = true;
                 true
             }
-            Some(_) => true,
             None => {
                 if Instant::now() < deadline {
                     // Both readers are gone; nothing will ever arrive.

@@ -2,52 +2,75 @@
 //!
 //! The harness spawns any worker binary in its own process group and acts as the Paperclip
 //! host over NDJSON stdio, judging every frame through the protocol crate (never through the
-//! SDK). The pieces, bottom up:
+//! SDK). Most users run it as the `sandbox-conformance` binary; this library is for running it
+//! from a provider's own tests:
 //!
-//! | Module | Role |
-//! |---|---|
-//! | [`process`] | spawn in a process group, stdio threads, shutdown ladder, kill on drop |
-//! | [`transcript`] | every line both ways with timestamps; failure artifacts |
-//! | [`host`] | the host side: requests, worker→host calls, notifications, observations |
-//! | [`hostmodel`] | how the real host drives a worker: acquire params, cwd, gating, transfers |
-//! | [`requirements`] | the requirement catalogue (id, level, statement, reference) |
-//! | [`catalogue`] | the book's generated reference pages (checks, JSON Schema index) |
-//! | [`check`] | what a check is: id, requirement, scope, gates |
-//! | [`registry`] | the check groups in running order, their gates and skip reasons |
-//! | [`context`] | what a check sees: options, manifest, facts, session, ledger |
-//! | [`ledger`] | every lease of the run, ended when its check ends; the final sweep |
-//! | [`checks`] | the checks, one module per family |
-//! | [`runner`] | a whole run: prepare, run, report |
-//! | [`report`] | human, JSON and JUnit output; the expected-failures baseline |
-//! | [`stateful`] | random lifecycle programs judged against a model; shrinking, case files |
-//! | [`chaos`] | the fault proxy between provider and backend, the leak oracle |
-//! | [`replay`] | re-send a failure transcript to a fresh worker and diff the answers |
-//! | [`package`] | turn a worker binary into an npm-installable plugin folder (Node shim) |
+//! - [`assert_conformant`]: one assertion: every check passes except the expected skips.
+//! - [`run`] with [`RunOptions`] (built from a [`WorkerCommand`]): a whole run, returning a
+//!   [`RunReport`] of [`CheckOutcome`]s ([`Status`], [`Level`], a [`Summary`]), which renders
+//!   as JSON, human text or JUnit XML. [`check_ids`] lists the checks.
+//! - [`stateful`] and [`chaos`]: random lifecycle programs judged against a model, and the
+//!   same with a fault proxy between the provider and its backend and a leak oracle.
+//!
+//! Errors that stop a run before any check (a worker that cannot be spawned, an unreadable
+//! file) are [`HarnessError`]s. The harness's internals (the host side, the checks, the
+//! transcript, packaging, replay) are private; the book describes what they do.
 
 mod assert;
-pub mod catalogue;
+pub(crate) mod catalogue;
 pub mod chaos;
-pub mod check;
-pub mod checks;
+pub(crate) mod check;
+pub(crate) mod checks;
+mod cli;
 mod config_schema;
-pub mod context;
-pub mod error;
-pub mod host;
-pub mod hostmodel;
-pub mod ids;
-pub mod ledger;
-pub mod package;
-pub mod process;
+pub(crate) mod context;
+pub(crate) mod error;
+pub(crate) mod host;
+pub(crate) mod hostmodel;
+pub(crate) mod ids;
+pub(crate) mod ledger;
+pub(crate) mod package;
+pub(crate) mod process;
 mod reaper;
-pub mod registry;
-pub mod replay;
-pub mod report;
-pub mod requirements;
-pub mod runner;
+pub(crate) mod registry;
+pub(crate) mod replay;
+pub(crate) mod report;
+pub(crate) mod requirements;
+pub(crate) mod runner;
 pub mod stateful;
-pub mod transcript;
+pub(crate) mod transcript;
 
 pub use assert::assert_conformant;
 pub use context::RunOptions;
 pub use error::HarnessError;
-pub use report::RunReport;
+pub use process::WorkerCommand;
+pub use report::{CheckOutcome, RunReport, Status, Summary};
+pub use requirements::Level;
+pub use runner::run;
+
+/// The ids of the harness's checks, in running order (what `sandbox-conformance run --list`
+/// prints). Each names a check of the book's check reference; a family is the part before the
+/// first dot (`lifecycle`, `sync`, `newer`, …).
+pub fn check_ids() -> impl Iterator<Item = &'static str> {
+    registry::all().map(|check| check.id)
+}
+
+/// The `sandbox-conformance` binary's entry point: parses the process's arguments, runs the
+/// subcommand and returns its exit code. Not a public API.
+#[doc(hidden)]
+pub fn __cli_main() -> std::process::ExitCode {
+    cli::main()
+}
+
+/// What the crate's own integration tests read beyond the public API: the generator of the
+/// book's reference pages and the report's text hardening. Not a public API; no stability.
+#[doc(hidden)]
+pub mod __internals {
+    pub use crate::catalogue::{
+        anchor, chapter_of, chapters, render_markdown, render_schema_index, CONTRACT_ONLY,
+    };
+    pub use crate::registry::all as checks;
+    pub use crate::report::human::progress_line;
+    pub use crate::report::safe::is_unsafe;
+    pub use crate::requirements::REQUIREMENTS;
+}

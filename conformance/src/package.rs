@@ -126,8 +126,6 @@ pub struct PackagedPlugin {
     pub package_name: String,
     /// The package version (the manifest version).
     pub version: String,
-    /// The manifest as written to `dist/manifest.js`.
-    pub manifest: Value,
     /// How the manifest was obtained.
     pub manifest_source: ManifestSource,
     /// Driver fields removed for the profile, as `environmentDrivers[<i>].<field>`.
@@ -252,7 +250,6 @@ pub fn package(opts: &PackageOptions) -> Result<PackagedPlugin, PackageError> {
         out: out.clone(),
         package_name,
         version,
-        manifest,
         manifest_source,
         stripped_fields,
         files,

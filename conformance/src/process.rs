@@ -114,9 +114,6 @@ const EXIT_DRAIN: Duration = Duration::from_millis(100);
 pub enum ProcEvent {
     /// One stdout line, without its `\n`.
     Stdout(Vec<u8>),
-    /// One stderr line, without its `\n` (not sent by the readers; stderr goes to the
-    /// transcript only).
-    Stderr(Vec<u8>),
     /// A stdout line longer than [`MAX_KEPT_LINE`]: its first bytes, its length in bytes and in
     /// UTF-16 code units (the host's measure).
     LongLine {
@@ -542,7 +539,8 @@ impl Drop for WorkerProcess {
 
 /// True while any process is left in process group `pgid` (asked of the kernel with signal 0;
 /// no process table is scanned, nothing is signalled).
-pub fn group_alive(pgid: i32) -> bool {
+#[cfg(test)]
+fn group_alive(pgid: i32) -> bool {
     // SAFETY: kill with signal 0 only checks for existence and permission.
     unsafe { libc::kill(-pgid, 0) == 0 }
 }

@@ -12,7 +12,7 @@ use crate::check::{
     Scope::{Fresh, Main, Offline},
     EXECUTE_IN_LEASE as LEASE,
 };
-pub use crate::check::{Check, CheckFn, Need, Scope};
+pub use crate::check::{Check, Need, Scope};
 use crate::checks::{
     envelopes, execute, framing, handshake, ledger, lifecycle, lints, manifest, newer, runtime,
     shutdown, stop, sync,

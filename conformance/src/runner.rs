@@ -54,13 +54,8 @@ pub enum ManifestProbe {
 /// convention, so a provider can omit fields an older host rejects), then plain
 /// `<worker> --manifest` for workers that take no profile. Stdin is closed. The output should be
 /// one JSON object; when other lines surround it (a banner), the object is still found and the
-/// impurity reported.
-pub fn manifest_from_worker(options: &RunOptions) -> ManifestProbe {
-    probe_manifest(options, &mut vec![])
-}
-
-/// [`manifest_from_worker`], also collecting the processes a probe left running (the harness
-/// ends them) into `leftovers`.
+/// impurity reported. The processes a probe left running (the harness ends them) go into
+/// `leftovers`.
 fn probe_manifest(options: &RunOptions, leftovers: &mut Vec<String>) -> ManifestProbe {
     let profile = options.profile.as_str();
     match run_manifest_probe(options, &["--manifest", "--profile", profile], leftovers) {

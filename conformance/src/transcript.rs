@@ -164,6 +164,7 @@ impl Transcript {
 
     /// The latest stderr lines that came after the stored ones (empty while every stderr line
     /// is stored).
+    #[cfg(test)]
     pub fn stderr_tail(&self) -> Vec<Entry> {
         self.lock().tail.iter().cloned().collect()
     }
@@ -171,11 +172,6 @@ impl Transcript {
     /// The number of entries so far (a position to slice from later).
     pub fn len(&self) -> usize {
         self.lock().entries.len()
-    }
-
-    /// True when nothing was recorded yet.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// A copy of the entries in `from..to` (clamped to the current length).

@@ -12,11 +12,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use paperclip_sandbox_conformance::catalogue::{
-    anchor, chapter_of, chapters, render_markdown, render_schema_index, CONTRACT_ONLY,
+use paperclip_sandbox_conformance::__internals::{
+    anchor, chapter_of, chapters, checks as all, render_markdown, render_schema_index,
+    CONTRACT_ONLY, REQUIREMENTS,
 };
-use paperclip_sandbox_conformance::registry::all;
-use paperclip_sandbox_conformance::requirements::{Level, REQUIREMENTS};
+use paperclip_sandbox_conformance::Level;
 use paperclip_sandbox_protocol::capabilities::Capability;
 use paperclip_sandbox_protocol::HostProfile;
 

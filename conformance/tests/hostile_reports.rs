@@ -4,8 +4,8 @@
 //! no control byte from them and no line of theirs, and the JUnit file parses with a strict XML
 //! parser (`roxmltree`).
 
-use paperclip_sandbox_conformance::report::{human, junit, CheckOutcome, RunReport, Status};
-use paperclip_sandbox_conformance::requirements::Level;
+use paperclip_sandbox_conformance::__internals::{is_unsafe, progress_line};
+use paperclip_sandbox_conformance::{CheckOutcome, Level, RunReport, Status};
 
 /// Hostile strings: each control and formatting character alone and inside text, forged report
 /// lines, XML breakers, and a few long mixtures built from a fixed seed.
@@ -107,27 +107,24 @@ fn harness_line(line: &str) -> bool {
 #[test]
 fn the_human_report_quotes_worker_text_as_data() {
     let report = hostile_report();
-    let text = human::render(&report);
+    let text = report.to_human();
     for (i, line) in text.split('\n').enumerate() {
         assert!(harness_line(line), "line {i} is not the harness's: {line:?}");
-        let bad: Vec<char> = line
-            .chars()
-            .filter(|c| paperclip_sandbox_conformance::report::safe::is_unsafe(*c))
-            .collect();
+        let bad: Vec<char> = line.chars().filter(|c| is_unsafe(*c)).collect();
         assert!(bad.is_empty(), "line {i} has {bad:?}");
     }
     assert!(!text.contains('\r'));
     assert!(text.lines().all(|l| l.chars().count() < 3 * 2000 + 200), "fields are bounded");
     for c in &report.checks {
-        let progress = human::progress_line(1, 1, c);
-        assert!(!progress.chars().any(paperclip_sandbox_conformance::report::safe::is_unsafe));
+        let progress = progress_line(1, 1, c);
+        assert!(!progress.chars().any(is_unsafe));
     }
 }
 
 #[test]
 fn the_junit_report_parses_with_a_strict_xml_parser() {
     let report = hostile_report();
-    let xml = junit::render(&report);
+    let xml = report.to_junit();
     let doc = roxmltree::Document::parse(&xml).expect("well-formed JUnit");
     let cases = doc.descendants().filter(|n| n.has_tag_name("testcase")).count();
     assert_eq!(cases, report.checks.len());

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use paperclip_sandbox_conformance::stateful::invariants as inv;
 use paperclip_sandbox_conformance::stateful::StatefulOptions;
-use paperclip_sandbox_conformance::{chaos, process::WorkerCommand, report::Status, RunOptions};
+use paperclip_sandbox_conformance::{chaos, RunOptions, Status, WorkerCommand};
 use serde_json::Value;
 
 /// The official-SDK fixture project, installed; `None` without `node`.

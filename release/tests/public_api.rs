@@ -1,4 +1,5 @@
-//! The public API of `paperclip-sandbox-protocol` and `paperclip-sandbox-sdk` against the
+//! The public API of `paperclip-sandbox-protocol`, `paperclip-sandbox-sdk` and
+//! `paperclip-sandbox-conformance` (its library: what a provider's tests call) against the
 //! committed snapshots `release/api/<crate>.txt`, so that an accidental break (a removed or
 //! renamed item, a changed signature, a lost auto trait) fails a test and a deliberate change
 //! shows up in review.
@@ -114,4 +115,9 @@ fn protocol_public_api_matches_the_snapshot() {
 #[test]
 fn sdk_public_api_matches_the_snapshot() {
     check("paperclip-sandbox-sdk");
+}
+
+#[test]
+fn conformance_public_api_matches_the_snapshot() {
+    check("paperclip-sandbox-conformance");
 }

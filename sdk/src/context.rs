@@ -200,7 +200,7 @@ impl Context {
 
     /// The call's deadline: the host's timer for this call (its timeout for the method, from
     /// the call's `timeoutMs` and `config`), counted from when the request was read, less a
-    /// margin for the answer ([`crate::deadline`]). Bound every backend request by it
+    /// margin for the answer (see [`Deadline`]). Bound every backend request by it
     /// ([`Deadline::run`]), so a backend that never answers yields an error the host receives,
     /// not the host's own timeout.
     ///

@@ -1,16 +1,3 @@
-//! The deadline of a call: [`Deadline`], which a hook hands to every backend request it makes
-//! ([`Context::call_deadline`](crate::Context::call_deadline)).
-//!
-//! The host arms a timer for each call it makes (its timeout for the method: 30 s by default,
-//! `timeoutMs` + 30 s for an `environmentExecute`, 120 s for a probe; upstream
-//! `plugin-worker-manager` and `plugin-environment-driver`). When it fires, the host reports
-//! its own timeout and drops the answer that comes later. A backend that accepts a connection
-//! and never answers must therefore not hold a hook past that timer: bounded by the call's
-//! deadline, the hook answers first, with an error that names the backend as unreachable.
-//!
-//! The call's deadline is the host's timer for the method, counted from when the worker read
-//! the request, less a margin for the answer to reach the host ([`margin`]).
-
 use std::future::Future;
 use std::time::Duration;
 
@@ -22,6 +9,20 @@ use paperclip_sandbox_protocol::timeouts::{
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
+/// The deadline of a call: [`Deadline`], which a hook hands to every backend request it makes
+/// ([`Context::call_deadline`](crate::Context::call_deadline)).
+///
+/// The host arms a timer for each call it makes (its timeout for the method: 30 s by default,
+/// `timeoutMs` + 30 s for an `environmentExecute`, 120 s for a probe; upstream
+/// `plugin-worker-manager` and `plugin-environment-driver`). When it fires, the host reports
+/// its own timeout and drops the answer that comes later. A backend that accepts a connection
+/// and never answers must therefore not hold a hook past that timer: bounded by the call's
+/// deadline, the hook answers first, with an error that names the backend as unreachable.
+///
+/// The call's deadline is the host's timer for the method, counted from when the worker read
+/// the request, less a margin for the answer to reach the host (a fifth of the timer, at most
+/// 5 s).
+///
 /// A point in time by which a call must be answered.
 ///
 /// Bound a backend request by it with [`run`](Self::run), or hand [`remaining`](Self::remaining)

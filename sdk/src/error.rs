@@ -1,24 +1,3 @@
-//! [`ProviderError`]: what a hook returns when it fails, and how it becomes a JSON-RPC error.
-//!
-//! A provider error is a code and a message, nothing else. **Arbitrary `error.data` is never
-//! forwarded**: there is no way to attach a free-form [`Value`] to a provider
-//! error, and converting a received [`ErrorObject`] keeps its code and message but drops its
-//! data. The only data that may ever reach the wire are the typed envelopes of the contract
-//! (creation cleanup with its acquisition diagnostic, sync error, stop error), held in a
-//! private slot and built only by the typed constructors [`ProviderError::creation_cleanup`],
-//! [`ProviderError::sync`] and [`ProviderError::stop`]. When the runtime answers, it gates
-//! them by method through the protocol crate's
-//! [`envelope`](paperclip_sandbox_protocol::envelope) builders: cleanup on
-//! `environmentAcquireLease` and `environmentDestroyLease` only, the acquisition diagnostic on
-//! acquire only, the sync error on `environmentSyncOut` only (as the upstream SDK attaches it;
-//! a sync-in failure is answered without data), the stop
-//! error on `environmentStopLease` only, and nothing on any other method (`environmentProbe`…).
-//! The code stays `-32002` and the message is the provider's; the wrapped cause is never
-//! serialized. The envelopes belong to the November contract (paperclip-2026-11); a September
-//! host ignores `error.data`.
-//!
-//! [`Value`]: serde_json::Value
-
 use std::fmt;
 use std::io;
 
@@ -38,6 +17,27 @@ enum EnvelopeData {
     Stop(StopErrorReason),
 }
 
+/// [`ProviderError`]: what a hook returns when it fails, and how it becomes a JSON-RPC error.
+///
+/// A provider error is a code and a message, nothing else. **Arbitrary `error.data` is never
+/// forwarded**: there is no way to attach a free-form [`Value`] to a provider
+/// error, and converting a received [`ErrorObject`] keeps its code and message but drops its
+/// data. The only data that may ever reach the wire are the typed envelopes of the contract
+/// (creation cleanup with its acquisition diagnostic, sync error, stop error), held in a
+/// private slot and built only by the typed constructors [`ProviderError::creation_cleanup`],
+/// [`ProviderError::sync`] and [`ProviderError::stop`]. When the runtime answers, it gates
+/// them by method through the protocol crate's
+/// [`envelope`](paperclip_sandbox_protocol::envelope) builders: cleanup on
+/// `environmentAcquireLease` and `environmentDestroyLease` only, the acquisition diagnostic on
+/// acquire only, the sync error on `environmentSyncOut` only (as the upstream SDK attaches it;
+/// a sync-in failure is answered without data), the stop
+/// error on `environmentStopLease` only, and nothing on any other method (`environmentProbe`…).
+/// The code stays `-32002` and the message is the provider's; the wrapped cause is never
+/// serialized. The envelopes belong to the November contract (paperclip-2026-11); a September
+/// host ignores `error.data`.
+///
+/// [`Value`]: serde_json::Value
+///
 /// A failed hook: a JSON-RPC error code and a message.
 ///
 /// Messages reach the host verbatim and may be logged there: never put resolved secrets in

@@ -141,7 +141,7 @@
 //!   capability table while the provider compiles, and refuses a declared capability whose
 //!   required methods the `#[provider]` block does not implement (through
 //!   [`ImplementedHooks`], a constant the attribute emits). [`run_plugin`] answers
-//!   `--manifest [--profile …]` ([`cli`]); [`manifest::manifest_module`] writes the
+//!   `--manifest [--profile …]` ([`cli`]); [`manifest_module`] writes the
 //!   `manifest.js` the host installs.
 //! * **The runtime is layers** (internal): a cancellation-safe line reader with a frame cap,
 //!   one writer task that batches frames and flushes once per batch, a dispatcher that runs
@@ -181,25 +181,27 @@ pub use schemars;
 
 mod book;
 pub mod cli;
-pub mod context;
-pub mod deadline;
-pub mod error;
+// One public path per item: these modules are private and their public items are re-exported
+// here, at the root; the modules that stay public export nothing twice.
+mod context;
+mod deadline;
+mod error;
 pub(crate) mod idle;
 pub mod kit;
-pub mod manifest;
+mod manifest;
 pub mod output;
 pub mod private_dir;
 pub mod process;
-pub mod provider;
+mod provider;
 mod runtime;
 pub mod services;
-pub mod streams;
+mod streams;
 pub mod testing;
 
 pub use context::{CancellationSource, CancellationToken, Context};
-pub use deadline::Deadline;
-pub use error::ProviderError;
-pub use manifest::{manifest_module, ManifestSpec, PluginManifest};
+pub use deadline::{Deadline, DeadlineExceeded};
+pub use error::{describe_json_error, ProviderError};
+pub use manifest::{config_schema, manifest_module, ManifestSpec, PluginManifest};
 pub use paperclip_sandbox_protocol::methods::{LogLevel, OutputStream};
 pub use paperclip_sandbox_protocol::secret::Secret;
 pub use provider::{ConfigError, DriverConfig, HookResult, ImplementedHooks, SandboxProvider};
@@ -258,6 +260,7 @@ pub mod prelude {
 /// Support for the code the macros generate; not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::manifest::empty_config_schema;
     pub use crate::provider::{parse_config, typed, typed_config};
     pub use crate::runtime::ResultJson;
     pub use paperclip_sandbox_protocol::capabilities::{Capability, CAPABILITIES};

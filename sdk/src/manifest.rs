@@ -1,11 +1,3 @@
-//! The plugin manifest of a provider: [`PluginManifest`] (implemented by
-//! [`#[derive(PluginManifest)]`](macro@crate::PluginManifest)), the [`ManifestSpec`] the derive
-//! fills in, the provider's `configSchema` from its config type ([`config_schema`]), and the
-//! ES module the host installs ([`manifest_module`]).
-//!
-//! A binary hands its provider to [`run_plugin`](crate::run_plugin), which answers
-//! `--manifest [--profile <profile>]` on the command line (see [`cli`](crate::cli)).
-
 use paperclip_sandbox_protocol::capabilities::{Capability, REMOVED_KEYS};
 use paperclip_sandbox_protocol::manifest::{Category, DriverDeclaration, Manifest};
 use paperclip_sandbox_protocol::HostProfile;
@@ -13,6 +5,14 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::{json, Value};
 
+/// The plugin manifest of a provider: [`PluginManifest`] (implemented by
+/// [`#[derive(PluginManifest)]`](macro@crate::PluginManifest)), the [`ManifestSpec`] the derive
+/// fills in, the provider's `configSchema` from its config type ([`config_schema`]), and the
+/// ES module the host installs ([`manifest_module`]).
+///
+/// A binary hands its provider to [`run_plugin`](crate::run_plugin), which answers
+/// `--manifest [--profile <profile>]` on the command line (see [`cli`](crate::cli)).
+///
 /// A provider whose plugin manifest is known at compile time.
 ///
 /// Implemented by [`#[derive(PluginManifest)]`](macro@crate::PluginManifest), which checks the

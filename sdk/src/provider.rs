@@ -1,19 +1,3 @@
-//! The typed provider trait, [`SandboxProvider`], and its adapter onto the runtime.
-//!
-//! The trait's hooks are generated from the protocol crate's method table
-//! ([`paperclip_sandbox_protocol::methods::table`]): one hook per row with a hook, taking the
-//! row's params type and returning its result type. Every hook has a default that answers
-//! `-32004 <method> is not implemented by this plugin`; the runtime calls only the hooks
-//! [`SandboxProvider::implemented_methods`] lists (and answers `initialize`, `health`,
-//! `shutdown` and `configChanged` itself when they are not listed).
-//! [`SandboxProvider::implemented_methods`] has no default: write the impl block under
-//! [`#[provider]`](macro@crate::provider), which generates it from the hooks the block defines,
-//! so `supportedMethods` is always exactly the set of hooks written.
-//!
-//! Params arrive as JSON text and are deserialized straight into the hook's params type; a
-//! value that does not fit is answered `-32602 Invalid params: …` without calling the hook.
-//! Unknown fields are ignored. Missing params are read as `{}`.
-
 use std::future::Future;
 
 use async_trait::async_trait;
@@ -91,6 +75,22 @@ macro_rules! __provider_items {
         methods { $( $(#[$doc:meta])* $marker:ident $hook:ident($params:ident $(<$cfg:ident>)?) -> $result:ty; )* }
         notifications { $( $nhook:ident $nwire:literal; )* }
     ) => {
+        /// The typed provider trait, [`SandboxProvider`], and its adapter onto the runtime.
+        ///
+        /// The trait's hooks are generated from the protocol crate's method table
+        /// ([`paperclip_sandbox_protocol::methods::table`]): one hook per row with a hook, taking the
+        /// row's params type and returning its result type. Every hook has a default that answers
+        /// `-32004 <method> is not implemented by this plugin`; the runtime calls only the hooks
+        /// [`SandboxProvider::implemented_methods`] lists (and answers `initialize`, `health`,
+        /// `shutdown` and `configChanged` itself when they are not listed).
+        /// [`SandboxProvider::implemented_methods`] has no default: write the impl block under
+        /// [`#[provider]`](macro@crate::provider), which generates it from the hooks the block defines,
+        /// so `supportedMethods` is always exactly the set of hooks written.
+        ///
+        /// Params arrive as JSON text and are deserialized straight into the hook's params type; a
+        /// value that does not fit is answered `-32602 Invalid params: …` without calling the hook.
+        /// Unknown fields are ignored. Missing params are read as `{}`.
+        ///
         /// A Paperclip sandbox provider: one async method per hook of the method table.
         ///
         /// Write the impl under `#[paperclip_sandbox_sdk::provider]` (see the crate docs). Each

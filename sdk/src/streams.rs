@@ -1,20 +1,3 @@
-//! Senders for the output of interactive byte streams: login terminals and duplex channels.
-//!
-//! A stream's output outlives the request that opened it: the open hook starts the command,
-//! answers `{workerSessionId}` and keeps a sender, from which a task of its own forwards the
-//! command's output to the host as `loginPty.output` / `duplexChannel.data` notifications and,
-//! once, the exit as `loginPty.exit` / `duplexChannel.exit`. Get a sender from the open hook's
-//! [`Context`] with [`Context::login_pty_sender`] or [`Context::duplex_channel_sender`]; it is
-//! `Clone + Send + 'static`, so move it into the task.
-//!
-//! As in the upstream SDK, these notifications carry no invocation id (they are bound by the
-//! stream's two ids, not by the call that opened it), empty chunks are not sent, and a
-//! duplex chunk travels as base64 ([`ChannelBytes`]). Output chunks are never dropped: the
-//! `async` senders wait while the worker's output queue is full (the host is not reading), so
-//! a reader task that awaits them stops reading its command, which then blocks on its pipe and
-//! memory stays bounded. After the worker's output closes, sends return at once and are
-//! dropped.
-
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -99,12 +82,28 @@ macro_rules! sender {
 sender! {
     /// Sends the output and the exit of one login terminal (`loginPty.output`,
     /// `loginPty.exit`).
+    ///
+    /// A stream's output outlives the request that opened it: the open hook starts the command,
+    /// answers `{workerSessionId}` and keeps a sender, from which a task of its own forwards the
+    /// command's output to the host as `loginPty.output` / `duplexChannel.data` notifications and,
+    /// once, the exit as `loginPty.exit` / `duplexChannel.exit`. Get a sender from the open hook's
+    /// [`Context`] with [`Context::login_pty_sender`] or [`Context::duplex_channel_sender`]; it is
+    /// `Clone + Send + 'static`, so move it into the task.
+    ///
+    /// As in the upstream SDK, these notifications carry no invocation id (they are bound by the
+    /// stream's two ids, not by the call that opened it), empty chunks are not sent, and a
+    /// duplex chunk travels as base64 ([`ChannelBytes`]). Output chunks are never dropped: the
+    /// `async` senders wait while the worker's output queue is full (the host is not reading), so
+    /// a reader task that awaits them stops reading its command, which then blocks on its pipe and
+    /// memory stays bounded. After the worker's output closes, sends return at once and are
+    /// dropped.
     LoginPtySender
 }
 
 sender! {
     /// Sends the output and the exit of one duplex channel (`duplexChannel.data`,
-    /// `duplexChannel.exit`).
+    /// `duplexChannel.exit`). Works as a [`LoginPtySender`] does (see there); the chunks
+    /// travel as base64 ([`ChannelBytes`]).
     DuplexSender
 }
 

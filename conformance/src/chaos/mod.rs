@@ -1,5 +1,5 @@
 //! Chaos runs (`run --chaos`): a stateful run whose programs also arm backend faults and heal
-//! them, through a fault proxy ([`proxy`]) the harness puts between the provider and its
+//! them, through a fault proxy the harness puts between the provider and its
 //! backend, and a leak oracle that lists what the backend still holds after each case.
 //!
 //! Where the proxy goes, from the config (`--chaos-field KEY`, else the first top-level value
@@ -14,7 +14,7 @@
 //!   TLS end to end. A worker that ignores proxy variables is never routed: the chaos
 //!   invariants then SKIP with "not routed".
 
-pub mod proxy;
+pub(crate) mod proxy;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -35,7 +35,7 @@ use proxy::{FaultProxy, Upstream};
 pub type Oracle = Box<dyn FnMut(&str) -> Result<Vec<String>, String> + Send>;
 
 /// The chaos side of a run: the proxy and the leak oracle.
-pub struct ChaosSide {
+pub(crate) struct ChaosSide {
     proxy: FaultProxy,
     oracle: Oracle,
     /// The Docker-API engine behind a unix route (swept after each case).
@@ -80,7 +80,10 @@ fn docker_remove(socket: &Path, id: &str) -> Result<(), String> {
 }
 
 /// Lists, over a Docker-API unix socket, the containers whose labels carry `environment_id`.
-pub fn docker_containers(socket: &Path, environment_id: &str) -> Result<Vec<String>, String> {
+pub(crate) fn docker_containers(
+    socket: &Path,
+    environment_id: &str,
+) -> Result<Vec<String>, String> {
     let mut s = UnixStream::connect(socket)
         .map_err(|e| format!("the engine socket does not answer: {e}"))?;
     s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
@@ -108,7 +111,7 @@ pub fn docker_containers(socket: &Path, environment_id: &str) -> Result<Vec<Stri
 
 /// Where the proxy was put, for reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     /// A unix-socket address in config key `.0`.
     Unix(String),
     /// An `http://` endpoint in config key `.0`.
@@ -119,7 +122,7 @@ pub enum Route {
 
 /// Puts a fault proxy in front of the backend `options` name, rewriting the config (written to
 /// `dir`) or the worker's environment; `oracle` replaces the built-in leak oracle.
-pub fn setup(
+pub(crate) fn setup(
     options: &mut RunOptions,
     field: Option<&str>,
     dir: &Path,
@@ -191,7 +194,7 @@ pub fn setup(
     Ok((ChaosSide { proxy, oracle: oracle.unwrap_or(default_oracle), engine }, route))
 }
 
-/// A chaos run: [`setup`], then a stateful run with faults.
+/// A chaos run: the fault proxy set up (see the module docs for where it goes), then a stateful run with faults.
 pub fn run(
     options: RunOptions,
     s: StatefulOptions,
@@ -223,7 +226,7 @@ pub fn run_with_oracle(
 }
 
 /// Re-executes a kept chaos case with a fresh proxy (the route found as in [`run`]).
-pub fn replay_case(
+pub(crate) fn replay_case(
     mut options: RunOptions,
     case: &crate::stateful::Case,
 ) -> Result<crate::stateful::step::Outcome, HarnessError> {

@@ -196,6 +196,7 @@ impl FaultProxy {
     }
 
     /// Requests relayed (or faulted) so far.
+    #[cfg(test)]
     pub fn requests(&self) -> u64 {
         self.shared.lock().requests
     }

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use paperclip_sandbox_protocol::jsonrpc::{parse_line, ErrorObject, Id, Message};
+use paperclip_sandbox_protocol::jsonrpc::{ErrorObject, Id};
 use paperclip_sandbox_protocol::methods::{name, MethodFamily, METHODS};
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::{json, Value};
@@ -283,13 +283,5 @@ pub fn bounded_output(ctx: &mut Ctx<'_>) -> CheckResult {
         &problems,
         "stdout lines within the host's limit, no flood of frames or stderr, a bounded \
          `--manifest` output",
-    )
-}
-
-/// True when a line is a protocol frame (used by replay to tell frames from noise).
-pub fn is_frame(line: &str) -> bool {
-    matches!(
-        parse_line(line),
-        Ok(Message::Request(_) | Message::Response(_) | Message::Notification(_))
     )
 }

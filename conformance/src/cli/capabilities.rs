@@ -19,8 +19,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::registry::closest;
 use clap::Subcommand;
-use paperclip_sandbox_conformance::registry::closest;
 use paperclip_sandbox_protocol::capabilities::resolve::{resolve_input, ResolveInput};
 use paperclip_sandbox_protocol::capabilities::{CAPABILITIES, REMOVED_KEYS};
 use paperclip_sandbox_protocol::methods::Method;

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::registry::closest;
 use clap::{Subcommand, ValueEnum};
-use paperclip_sandbox_conformance::registry::closest;
 use paperclip_sandbox_protocol::capabilities::CAPABILITIES;
 use paperclip_sandbox_protocol::manifest::{validate, Issue, ValidationReport};
 use paperclip_sandbox_protocol::HostProfile;

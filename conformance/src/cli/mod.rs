@@ -1,20 +1,62 @@
-//! Subcommands of the `sandbox-conformance` binary, one module per command group.
+//! Subcommands of the `sandbox-conformance` binary, one module per command group. The binary
+//! (`src/main.rs`) only calls [`main`]; the command line lives in the library so that the
+//! library's modules can stay crate-private.
 
-pub mod capabilities;
-pub mod ci_template;
-pub mod manifest;
-pub mod package;
-pub mod replay;
-pub mod run;
-pub mod stateful;
+pub(crate) mod capabilities;
+pub(crate) mod ci_template;
+pub(crate) mod manifest;
+pub(crate) mod package;
+pub(crate) mod replay;
+pub(crate) mod run;
+pub(crate) mod stateful;
 
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
 
-use clap::ValueEnum;
+use clap::{Parser, Subcommand, ValueEnum};
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::Value;
+
+/// Conformance tools for Paperclip sandbox-provider plugin workers.
+#[derive(Debug, Parser)]
+#[command(name = "sandbox-conformance", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The top-level subcommands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Plugin manifest tools.
+    #[command(subcommand)]
+    Manifest(manifest::ManifestCommand),
+    /// Sandbox capability tools.
+    #[command(subcommand)]
+    Capabilities(capabilities::CapabilitiesCommand),
+    /// Spawn a worker, act as the host, and run the conformance checks.
+    Run(Box<run::RunArgs>),
+    /// Re-send a failure transcript to a fresh worker and diff the answers.
+    Replay(replay::ReplayArgs),
+    /// Package a worker binary as an npm-installable plugin folder.
+    Package(package::PackageArgs),
+    /// Print a ready CI workflow that runs the harness against a provider.
+    CiTemplate(ci_template::CiTemplateArgs),
+}
+
+/// Parses the process's arguments and runs the subcommand; the exit code of the binary.
+pub(crate) fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Manifest(cmd) => cmd.run(),
+        Command::Capabilities(cmd) => cmd.run(),
+        Command::Run(args) => run::main(*args),
+        Command::Replay(args) => replay::main(args),
+        Command::Package(args) => args.run(),
+        Command::CiTemplate(args) => args.run(),
+    }
+}
 
 /// Exit code of a passed check.
 pub const EXIT_OK: u8 = 0;

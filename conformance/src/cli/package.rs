@@ -1,10 +1,10 @@
 //! `sandbox-conformance package`: turn a provider binary into an npm-installable plugin folder
-//! (see the library module `paperclip_sandbox_conformance::package` for the layout and the shim).
+//! (see the crate-private module `crate::package` for the layout and the shim).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use paperclip_sandbox_conformance::package::{package, ManifestSource, PackageOptions};
+use crate::package::{package, ManifestSource, PackageOptions};
 
 use super::{fail_usage, ProfileArg, EXIT_OK};
 

@@ -4,11 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::process::WorkerCommand;
+use crate::report::Status;
+use crate::transcript::parse_artifact;
+use crate::{replay, runner, HarnessError, RunOptions};
 use clap::Args;
-use paperclip_sandbox_conformance::process::WorkerCommand;
-use paperclip_sandbox_conformance::report::Status;
-use paperclip_sandbox_conformance::transcript::parse_artifact;
-use paperclip_sandbox_conformance::{replay, runner, HarnessError, RunOptions};
 
 use super::ProfileArg;
 

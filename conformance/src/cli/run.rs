@@ -4,12 +4,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::context::DEFAULT_OVERSIZE_BYTES;
+use crate::process::WorkerCommand;
+use crate::registry::{all, describe_needs, matches_filter};
+use crate::report::{human, junit, RunReport};
+use crate::{runner, HarnessError, RunOptions};
 use clap::{Args, ValueEnum};
-use paperclip_sandbox_conformance::context::DEFAULT_OVERSIZE_BYTES;
-use paperclip_sandbox_conformance::process::WorkerCommand;
-use paperclip_sandbox_conformance::registry::{all, describe_needs, matches_filter};
-use paperclip_sandbox_conformance::report::{human, junit, RunReport};
-use paperclip_sandbox_conformance::{runner, HarnessError, RunOptions};
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::json;
 use std::io::Write as _;
@@ -132,7 +132,7 @@ fn list(args: &RunArgs) -> ExitCode {
     let checks: Vec<_> = all().filter(|c| matches_filter(c.id, args.filter.as_deref())).collect();
     if checks.is_empty() {
         let filter = args.filter.as_deref().unwrap_or_default();
-        let hint = paperclip_sandbox_conformance::registry::suggest_filter(filter)
+        let hint = crate::registry::suggest_filter(filter)
             .map_or_else(String::new, |s| format!("; did you mean `{s}`?"));
         return fail_usage(format!("--filter {filter}: no check matches{hint}"));
     }

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::report::{human, junit};
+use crate::stateful::report::StatefulRun;
+use crate::stateful::{self, StatefulOptions};
+use crate::{chaos, HarnessError, RunOptions};
 use clap::Args;
-use paperclip_sandbox_conformance::report::{human, junit};
-use paperclip_sandbox_conformance::stateful::report::StatefulRun;
-use paperclip_sandbox_conformance::stateful::{self, StatefulOptions};
-use paperclip_sandbox_conformance::{chaos, HarnessError, RunOptions};
 
 use super::fail_usage;
 use super::run::Format;
@@ -149,7 +149,7 @@ pub fn replay_case(
     options: RunOptions,
     expect_fixed: bool,
 ) -> Option<ExitCode> {
-    use paperclip_sandbox_conformance::stateful::report::read_case;
+    use crate::stateful::report::read_case;
     let text = std::fs::read_to_string(file).ok()?;
     let kind =
         serde_json::from_str::<serde_json::Value>(&text).ok()?.get("kind")?.as_str()?.to_owned();

@@ -1,10 +1,10 @@
 //! The report of a run: one [`CheckOutcome`] per check of the catalogue, the exit code, and the
 //! renderers (human, JSON, JUnit) and the expected-failures baseline.
 
-pub mod baseline;
-pub mod human;
-pub mod junit;
-pub mod safe;
+pub(crate) mod baseline;
+pub(crate) mod human;
+pub(crate) mod junit;
+pub(crate) mod safe;
 
 use serde::Serialize;
 
@@ -183,5 +183,16 @@ impl RunReport {
     /// The report as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+
+    /// The report as the human text `sandbox-conformance run` prints (worker-supplied text
+    /// quoted as data: control and bidirectional characters escaped, fields bounded).
+    pub fn to_human(&self) -> String {
+        human::render(self)
+    }
+
+    /// The report as JUnit XML (`sandbox-conformance run --junit`), one test case per check.
+    pub fn to_junit(&self) -> String {
+        junit::render(self)
     }
 }

@@ -3,16 +3,20 @@
 //! model with "maybe" states; a failing program is shrunk within a budget, re-run to rate its
 //! flakiness, and kept as a case file that `replay` re-executes and re-judges.
 //!
+//! From a test: [`run`] with [`RunOptions`](crate::RunOptions) and [`StatefulOptions`] gives a
+//! [`StatefulRun`]: the report, the seed, the [`Coverage`](invariants::Coverage) of each
+//! invariant (ids in [`invariants`]) and the kept cases. The modules below are private:
+//!
 //! | Module | Role |
 //! |---|---|
-//! | [`program`] | the alphabet ([`Op`]) and the case file ([`Case`]) |
-//! | [`rng`] | ChaCha8 with the harness's own range mapping |
-//! | [`model`] | the per-handle model, the gates, generation |
+//! | `program` | the alphabet ([`Op`]) and the case file ([`Case`]) |
+//! | `rng` | ChaCha8 with the harness's own range mapping |
+//! | `model` | the per-handle model, the gates, generation |
 //! | [`invariants`] | the invariants, their requirement ids, coverage |
-//! | [`step`] | running and judging a program, cleanup and the leak oracle |
-//! | [`target`] | what a program runs against (a worker process) |
-//! | [`shrink`] | budgeted shrinking |
-//! | [`report`] | the run: cases, shrinking, re-runs, case files, the report |
+//! | `step` | running and judging a program, cleanup and the leak oracle |
+//! | `target` | what a program runs against (a worker process) |
+//! | `shrink` | budgeted shrinking |
+//! | `report` | the run: cases, shrinking, re-runs, case files, the report |
 
 //! Where this differs from the first design, and why:
 //!
@@ -37,16 +41,17 @@
 
 pub mod invariants;
 mod lifecycle;
-pub mod model;
-pub mod program;
-pub mod report;
-pub mod rng;
-pub mod shrink;
-pub mod step;
-pub mod target;
+pub(crate) mod model;
+pub(crate) mod program;
+pub(crate) mod report;
+pub(crate) mod rng;
+pub(crate) mod shrink;
+pub(crate) mod step;
+pub(crate) mod target;
 
 #[cfg(test)]
 mod fake;
 
 pub use program::{Case, FaultKind, Op, Restart, CASE_KIND};
-pub use report::{replay_case, run, StatefulOptions, StatefulRun};
+pub(crate) use report::replay_case;
+pub use report::{run, StatefulOptions, StatefulRun};

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use paperclip_sandbox_protocol::methods::name;
 use serde_json::{json, Map, Value};
 
 use crate::context::RunEnv;
@@ -130,18 +129,6 @@ impl WorkerTarget {
         Ok(t)
     }
 
-    /// Uses `command` instead of the run's (chaos mode adds proxy variables).
-    pub fn with_command(
-        env: &RunEnv,
-        command: WorkerCommand,
-        observations: &Observations,
-        label: &str,
-    ) -> Result<Self, String> {
-        let mut env = env.clone();
-        env.options.command = command;
-        Self::start(&env, observations, label)
-    }
-
     fn spawn(&mut self) -> Result<(), String> {
         self.generation += 1;
         let label = format!("{}#{}", self.label, self.generation);
@@ -228,9 +215,4 @@ impl Target for WorkerTarget {
 /// per-call budget (the host waits `timeoutMs` + 30 s by default).
 pub fn execute_wait(timeout_ms: u64, call: Duration) -> Duration {
     Duration::from_millis(timeout_ms) + call
-}
-
-/// Whether `method` is an end of a lease for the ledger.
-pub fn ends_lease(method: &str) -> bool {
-    method == name::ENVIRONMENT_DESTROY_LEASE
 }

@@ -149,7 +149,7 @@ async fn off_and_missing_prerequisites_are_plain_with_a_reason() {
 
 #[test]
 fn the_config_schema_is_the_local_one_plus_bwrap() {
-    let schema = paperclip_sandbox_sdk::manifest::config_schema::<BwrapConfig>();
+    let schema = paperclip_sandbox_sdk::config_schema::<BwrapConfig>();
     let properties = schema["properties"].as_object().unwrap();
     let names: Vec<&str> = properties.keys().map(String::as_str).collect();
     assert_eq!(names, ["root", "syncTimeoutMs", "bwrap"]);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use paperclip_sandbox_conformance::process::WorkerCommand;
+use paperclip_sandbox_conformance::WorkerCommand;
 use paperclip_sandbox_conformance::{assert_conformant, RunOptions};
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::json;

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{all_pods, objects_of, target};
-use paperclip_sandbox_conformance::process::WorkerCommand;
+use paperclip_sandbox_conformance::WorkerCommand;
 use paperclip_sandbox_conformance::{assert_conformant, RunOptions};
 use paperclip_sandbox_protocol::HostProfile;
 
@@ -79,7 +79,7 @@ async fn kubernetes_provider_passes_every_check_and_leaves_no_pod() {
 /// The expected skips, plus `runtime.required-clis` where the harness has that check.
 fn with_cli_skip(skips: &[&'static str]) -> Vec<&'static str> {
     let mut out = skips.to_vec();
-    if paperclip_sandbox_conformance::registry::all().any(|c| c.id == "runtime.required-clis") {
+    if paperclip_sandbox_conformance::check_ids().any(|id| id == "runtime.required-clis") {
         out.push("runtime.required-clis");
     }
     out

@@ -7,9 +7,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{objects_of, target, Wire, LIVENESS};
-use paperclip_sandbox_conformance::process::WorkerCommand;
-use paperclip_sandbox_conformance::report::Status;
 use paperclip_sandbox_conformance::RunOptions;
+use paperclip_sandbox_conformance::Status;
+use paperclip_sandbox_conformance::WorkerCommand;
 use paperclip_sandbox_protocol::HostProfile;
 use serde_json::json;
 
@@ -40,11 +40,10 @@ async fn an_unreachable_api_server_is_one_root_failure_and_the_rest_blocked() {
     let mut options = RunOptions::from(command);
     options.config_path = Some(config);
     options.profile = HostProfile::Paperclip2026_11;
-    let report = tokio::task::spawn_blocking(move || {
-        paperclip_sandbox_conformance::runner::run(options).unwrap()
-    })
-    .await
-    .unwrap();
+    let report =
+        tokio::task::spawn_blocking(move || paperclip_sandbox_conformance::run(options).unwrap())
+            .await
+            .unwrap();
     let failed: Vec<_> = report.checks.iter().filter(|c| c.status == Status::Fail).collect();
     assert_eq!(
         failed.len(),

@@ -149,7 +149,7 @@ impl<'de> Deserialize<'de> for SyncTimeoutMs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paperclip_sandbox_sdk::manifest::config_schema;
+    use paperclip_sandbox_sdk::config_schema;
     use serde_json::json;
 
     fn parse(config: serde_json::Value) -> LocalConfig {

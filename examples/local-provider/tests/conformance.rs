@@ -2,7 +2,7 @@
 //! check passes under both profiles; none is skipped but the checks of methods the provider
 //! does not implement (environmentTask) or the profile does not have.
 
-use paperclip_sandbox_conformance::process::WorkerCommand;
+use paperclip_sandbox_conformance::WorkerCommand;
 use paperclip_sandbox_conformance::{assert_conformant, RunOptions};
 use paperclip_sandbox_protocol::HostProfile;
 

@@ -380,7 +380,7 @@ impl ApiClient {
             operation,
             // serde's own text quotes what it found in the body, which an API may fill with
             // the request's credentials.
-            reason: self.redact(&paperclip_sandbox_sdk::error::describe_json_error(&e)),
+            reason: self.redact(&paperclip_sandbox_sdk::describe_json_error(&e)),
         })
     }
 

@@ -234,7 +234,7 @@ fn default_state_timeout_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paperclip_sandbox_sdk::manifest::config_schema;
+    use paperclip_sandbox_sdk::config_schema;
     use serde_json::json;
 
     fn parse(v: serde_json::Value) -> RemoteConfig {

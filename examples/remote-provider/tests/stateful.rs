@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use common::*;
 use paperclip_sandbox_conformance::chaos;
-use paperclip_sandbox_conformance::process::WorkerCommand;
-use paperclip_sandbox_conformance::report::Status;
 use paperclip_sandbox_conformance::stateful::{self, StatefulOptions};
 use paperclip_sandbox_conformance::RunOptions;
+use paperclip_sandbox_conformance::Status;
+use paperclip_sandbox_conformance::WorkerCommand;
 
 fn options(config: &std::path::Path) -> RunOptions {
     let command =

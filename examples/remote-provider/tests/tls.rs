@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use paperclip_sandbox_conformance::process::WorkerCommand;
+use paperclip_sandbox_conformance::WorkerCommand;
 use paperclip_sandbox_conformance::{assert_conformant, RunOptions};
 use paperclip_sandbox_sdk::protocol::HostProfile;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};

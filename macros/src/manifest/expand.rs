@@ -38,8 +38,8 @@ pub(crate) fn expand(input: &Input, checked: &Checked, krate: &TokenStream) -> T
     let creation = option(checked.creation_operation_version.map(|v| quote!(#v)));
     let tasks = option(checked.supports_tasks.map(|v| quote!(#v)));
     let config_schema = match &d.config {
-        Some(ty) => quote_spanned!(ty.span()=> #krate::manifest::config_schema::<#ty>),
-        None => quote!(#krate::manifest::empty_config_schema),
+        Some(ty) => quote_spanned!(ty.span()=> #krate::config_schema::<#ty>),
+        None => quote!(#krate::__private::empty_config_schema),
     };
     let config_type = match &d.config {
         Some(ty) => quote!(#ty),

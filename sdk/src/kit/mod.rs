@@ -11,7 +11,7 @@
 //!   create over a [`creation::CreationBackend`], the cleanup envelope, `destroy_failed_create`.
 //! * [`random_hex`]: fresh names from the kernel's random source.
 //!
-//! Command output is [`crate::output`]; the call's deadline [`crate::deadline`]; wire
+//! Command output is [`crate::output`]; the call's deadline [`Deadline`](crate::Deadline); wire
 //! timestamps [`crate::protocol::wire_time`].
 
 pub mod creation;
