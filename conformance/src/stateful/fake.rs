@@ -308,6 +308,26 @@ mod tests {
     }
 
     #[test]
+    fn an_acquire_gets_the_host_acquisition_budget() {
+        let (mut env, _) = fake_env();
+        let calls = |env: &RunEnv| {
+            Calls { env, environment_id: "e".into() }.acquire_wait(Duration::from_secs(30))
+        };
+        // No declared default: the per-call budget.
+        assert_eq!(calls(&env), Duration::from_secs(30));
+        // A declared 180 s default under paperclip-2026-11: 180 s + 30 s, as the host waits.
+        env.driver.as_mut().unwrap()["defaultAcquireTimeoutMs"] = json!(180_000);
+        env.options.profile = HostProfile::Paperclip2026_11;
+        assert_eq!(calls(&env), Duration::from_secs(210));
+        // Never below the harness's own per-call budget.
+        env.driver.as_mut().unwrap()["defaultAcquireTimeoutMs"] = json!(1_000);
+        assert_eq!(calls(&env), Duration::from_secs(31));
+        // A config `timeoutMs` wins over the declared default (plus the host's 30 s).
+        env.config["timeoutMs"] = json!(5_000);
+        assert_eq!(calls(&env), Duration::from_secs(35));
+    }
+
+    #[test]
     fn the_same_seed_draws_the_same_program() {
         let a: Vec<Vec<Op>> = (0..20).map(|i| run(Defect::None, draw(42, i)).ops).collect();
         let b: Vec<Vec<Op>> = (0..20).map(|i| run(Defect::None, draw(42, i)).ops).collect();

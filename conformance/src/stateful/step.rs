@@ -398,7 +398,7 @@ impl Runner<'_> {
             x,
             name::ENVIRONMENT_ACQUIRE_LEASE,
             self.calls.acquire(),
-            self.call_wait,
+            self.calls.acquire_wait(self.call_wait),
         );
         let mut handle = Handle::new(Phase::Unborn);
         match &reply {
