@@ -25,11 +25,15 @@ pub enum Defect {
     PairCrossesStdin,
     SharedFiles,
     ForgetsModes,
+    /// syncOut answers what the lease held at its last syncIn (a stale cache), not what
+    /// commands wrote since.
+    SyncOutStale,
 }
 
 #[derive(Debug, Default, Clone)]
 struct FakeLease {
     files: BTreeMap<String, (String, u32)>,
+    synced: BTreeMap<String, (String, u32)>,
     alive: bool,
     destroys: u32,
 }
@@ -50,6 +54,58 @@ impl Fake {
 
     fn err(msg: &str) -> Reply {
         Reply::Error(ErrorObject::new(-32002, msg.to_owned()))
+    }
+
+    /// syncIn / syncOut of single-file mappings between host paths and `/w/<name>`.
+    fn sync(&mut self, p: &Value, into: bool) -> Reply {
+        let id = p["lease"]["providerLeaseId"].as_str().unwrap_or_default().to_owned();
+        let shared = self.defect == Defect::SharedFiles;
+        let stale = self.defect == Defect::SyncOutStale;
+        let Some(lease) = self.leases.get_mut(&id).filter(|l| l.alive) else {
+            return Fake::err("unknown lease");
+        };
+        let mut results = vec![];
+        for op in p["operations"].as_array().into_iter().flatten() {
+            let (mut n, mut bytes) = (0, 0);
+            for m in op["files"].as_array().into_iter().flatten() {
+                let (src, dst) = (
+                    m["sourcePath"].as_str().unwrap_or(""),
+                    m["targetPath"].as_str().unwrap_or(""),
+                );
+                if into {
+                    let Some(key) = dst.strip_prefix("/w/") else {
+                        return Fake::err("not confined");
+                    };
+                    let Ok(text) = std::fs::read_to_string(src) else {
+                        return Fake::err("no source");
+                    };
+                    let mode = m["mode"].as_u64().map_or(0o644, |m| m as u32);
+                    bytes += text.len();
+                    lease.synced.insert(key.to_owned(), (text.clone(), mode));
+                    let files = if shared { &mut self.shared } else { &mut lease.files };
+                    files.insert(key.to_owned(), (text, mode));
+                } else {
+                    let Some(key) = src.strip_prefix("/w/") else {
+                        return Fake::err("not confined");
+                    };
+                    let files = if stale {
+                        &lease.synced
+                    } else if shared {
+                        &self.shared
+                    } else {
+                        &lease.files
+                    };
+                    let text = files.get(key).map(|f| f.0.clone()).unwrap_or_default();
+                    if std::fs::write(dst, &text).is_err() {
+                        return Fake::err("cannot write the target");
+                    }
+                    bytes += text.len();
+                }
+                n += 1;
+            }
+            results.push(json!({"operationId": op["operationId"], "filesTransferred": n, "bytesTransferred": bytes}));
+        }
+        Reply::Result(json!({ "operations": results }))
     }
 
     fn exec(&mut self, p: &Value, stdin_override: Option<&str>) -> Reply {
@@ -104,6 +160,8 @@ impl Target for Fake {
             }
             name::ENVIRONMENT_REALIZE_WORKSPACE => Reply::Result(json!({"cwd": "/w"})),
             name::ENVIRONMENT_EXECUTE => self.exec(&p, None),
+            name::ENVIRONMENT_SYNC_IN => self.sync(&p, true),
+            name::ENVIRONMENT_SYNC_OUT => self.sync(&p, false),
             name::ENVIRONMENT_RELEASE_LEASE => {
                 Reply::Result(json!({"providerLeaseId": id, "state": "stopped"}))
             }
@@ -125,6 +183,7 @@ impl Target for Fake {
                 l.alive = false;
                 if self.defect != Defect::ResumesDestroyed {
                     l.files.clear();
+                    l.synced.clear();
                 }
                 Reply::Result(json!({"providerLeaseId": id, "state": "destroyed"}))
             }
@@ -161,6 +220,8 @@ pub fn fake_env() -> (RunEnv, WorkerFacts) {
         "environmentResumeLease",
         "environmentStopLease",
         "environmentDestroyLease",
+        "environmentSyncIn",
+        "environmentSyncOut",
     ];
     let driver = json!({"driverKey": "fake", "kind": "sandbox_provider",
         "sandboxCapabilities": {"reusableLeases": true, "independentControlCommands": true}});
@@ -247,6 +308,26 @@ mod tests {
     }
 
     #[test]
+    fn an_acquire_gets_the_host_acquisition_budget() {
+        let (mut env, _) = fake_env();
+        let calls = |env: &RunEnv| {
+            Calls { env, environment_id: "e".into() }.acquire_wait(Duration::from_secs(30))
+        };
+        // No declared default: the per-call budget.
+        assert_eq!(calls(&env), Duration::from_secs(30));
+        // A declared 180 s default under paperclip-2026-11: 180 s + 30 s, as the host waits.
+        env.driver.as_mut().unwrap()["defaultAcquireTimeoutMs"] = json!(180_000);
+        env.options.profile = HostProfile::Paperclip2026_11;
+        assert_eq!(calls(&env), Duration::from_secs(210));
+        // Never below the harness's own per-call budget.
+        env.driver.as_mut().unwrap()["defaultAcquireTimeoutMs"] = json!(1_000);
+        assert_eq!(calls(&env), Duration::from_secs(31));
+        // A config `timeoutMs` wins over the declared default (plus the host's 30 s).
+        env.config["timeoutMs"] = json!(5_000);
+        assert_eq!(calls(&env), Duration::from_secs(35));
+    }
+
+    #[test]
     fn the_same_seed_draws_the_same_program() {
         let a: Vec<Vec<Op>> = (0..20).map(|i| run(Defect::None, draw(42, i)).ops).collect();
         let b: Vec<Vec<Op>> = (0..20).map(|i| run(Defect::None, draw(42, i)).ops).collect();
@@ -286,5 +367,7 @@ mod tests {
         find_and_shrink(Defect::PairCrossesStdin, inv::LINEAR);
         find_and_shrink(Defect::SharedFiles, inv::ISOLATE);
         find_and_shrink(Defect::ForgetsModes, inv::PERSIST);
+        let min = find_and_shrink(Defect::SyncOutStale, inv::SYNC);
+        assert!(min.iter().any(|op| matches!(op, Op::SyncOut { .. })), "{min:?}");
     }
 }

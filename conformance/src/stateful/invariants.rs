@@ -46,6 +46,8 @@ pub const PERSIST: &str = "stateful.files-persist";
 pub const ISOLATE: &str = "stateful.isolation";
 /// Two calls in flight equal a serial order.
 pub const LINEAR: &str = "stateful.in-flight-serial";
+/// Native sync agrees with the lease's files.
+pub const SYNC: &str = "stateful.sync";
 /// After a restart, leases resume or are gone, and can be destroyed.
 pub const RESTART: &str = "stateful.restart";
 /// Every lease a case created could be ended.
@@ -88,6 +90,12 @@ pub const INVARIANTS: &[Invariant] = &[
         LINEAR,
         "STATE-LINEAR-1",
         "two executes in flight in one lease equal a serial order",
+        false,
+    ),
+    inv(
+        SYNC,
+        "STATE-SYNC-1",
+        "syncIn lands what commands read; syncOut brings back what the lease holds",
         false,
     ),
     inv(

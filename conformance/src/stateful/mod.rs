@@ -14,6 +14,7 @@
 //! | `model` | the per-handle model, the gates, generation |
 //! | [`invariants`] | the invariants, their requirement ids, coverage |
 //! | `step` | running and judging a program, cleanup and the leak oracle |
+//! | `sync` | the native sync steps (`syncIn`/`syncOut` through host temp dirs) |
 //! | `target` | what a program runs against (a worker process) |
 //! | `shrink` | budgeted shrinking |
 //! | `report` | the run: cases, shrinking, re-runs, case files, the report |
@@ -35,7 +36,11 @@
 //!   the connections a hang holds, so a provider's healthy kept-alive connections survive it.
 //! - The Docker leak oracle lists containers whose *any* label carries the case's environment
 //!   id, so it needs no provider-specific label key.
-//! - Not built yet: native sync steps (`syncIn`/`syncOut`), a write-ahead ledger file with a
+//! - Sync steps move single-file mappings straight between a host temp dir and the lease's
+//!   cwd, where executes write and read the same files, so one model of the files judges all
+//!   three; they are drawn only where the host syncs natively (nativeSyncIn and nativeSyncOut
+//!   effective), as the fixed sync check is gated.
+//! - Not built yet: a write-ahead ledger file with a
 //!   `sweep` subcommand and SIGINT cleanup, and MITM faults (HTTP status codes and partial
 //!   bodies inside TLS).
 
@@ -47,6 +52,7 @@ pub(crate) mod report;
 pub(crate) mod rng;
 pub(crate) mod shrink;
 pub(crate) mod step;
+mod sync;
 pub(crate) mod target;
 
 #[cfg(test)]

@@ -94,6 +94,11 @@ impl Handle {
     }
 }
 
+/// The files a handle certainly holds, as a bit set.
+pub fn sure_files(handle: &Handle) -> u8 {
+    handle.files.iter().filter(|(_, f)| f.sure).fold(0, |set, (&n, _)| set | (1 << n))
+}
+
 /// The calls the host makes to this worker (see [`crate::hostmodel::host_makes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Gates {
@@ -115,6 +120,9 @@ pub struct Gates {
     pub in_flight: bool,
     /// environmentProbe advertised.
     pub probe: bool,
+    /// The host syncs files natively (environmentSyncIn/environmentSyncOut), not base64 over
+    /// execute.
+    pub sync: bool,
 }
 
 impl Gates {
@@ -130,6 +138,7 @@ impl Gates {
             stop: host_makes(HostCall::Stop, facts, profile).is_ok(),
             in_flight: host_makes(HostCall::ControlCommands, facts, profile).is_ok(),
             probe: facts.advertises(name::ENVIRONMENT_PROBE),
+            sync: host_makes(HostCall::NativeSync, facts, profile).is_ok(),
         }
     }
 }
@@ -163,7 +172,7 @@ pub struct Model {
 }
 
 /// The kinds of operation, for swarm testing: each case turns some kinds off.
-const KINDS: usize = 12;
+const KINDS: usize = 13;
 
 impl Model {
     /// Leases that may be live.
@@ -205,6 +214,13 @@ impl Model {
                     out.push((Op::Exit { h, code: 3 }, 1, 4));
                     if gates.in_flight {
                         out.push((Op::PairWrite { h, a: 0, b: 1 }, 3, 5));
+                    }
+                }
+                if gates.sync {
+                    out.push((Op::SyncIn { h, files: 1, mode: MODES[0] }, 3, 12));
+                    let known = sure_files(handle);
+                    if known != 0 {
+                        out.push((Op::SyncOut { h, files: known }, 3, 12));
                     }
                 }
                 if gates.release {
@@ -288,6 +304,21 @@ impl Model {
                 *b = (*a + 1 + rng.below(u64::from(FILES) - 1) as u8) % FILES;
             }
             Op::Fault { after, .. } => *after = rng.below(3) as u8,
+            Op::SyncIn { files, mode, .. } => {
+                *files = 1 + rng.below((1 << FILES) - 1) as u8;
+                *mode = MODES[rng.below(3) as usize];
+            }
+            // A non-empty subset of the files the lease certainly holds.
+            Op::SyncOut { files, .. } => {
+                let known = *files;
+                let pick = loop {
+                    let pick = known & (1 + rng.below((1 << FILES) - 1) as u8);
+                    if pick != 0 {
+                        break pick;
+                    }
+                };
+                *files = pick;
+            }
             _ => {}
         }
         Some(op)
@@ -318,6 +349,13 @@ impl Model {
                     && (live || handle.is_some_and(|h| h.is(Phase::Destroyed) && h.lease.is_some()))
             }
             Op::PairWrite { .. } => gates.execute && gates.in_flight && live,
+            Op::SyncIn { files, .. } => gates.sync && live && files != 0,
+            Op::SyncOut { files, .. } => {
+                gates.sync
+                    && live
+                    && files != 0
+                    && handle.is_some_and(|h| sure_files(h) & files == files)
+            }
             Op::Release { .. } => gates.release && live,
             Op::Stop { .. } => gates.stop && live,
             Op::Resume { .. } => {

@@ -78,6 +78,23 @@ pub enum Op {
         /// The exit code.
         code: u8,
     },
+    /// `environmentSyncIn` of the files in `files` (a bit set: bit `n` is file `n`), each a
+    /// fresh nonce in a file mapping with `mode`, straight into the lease's cwd.
+    SyncIn {
+        /// The handle.
+        h: u8,
+        /// The files (bit set).
+        files: u8,
+        /// Their mode (octal digits as a number, e.g. 0o644).
+        mode: u32,
+    },
+    /// `environmentSyncOut` of the files in `files` (a bit set) to a host temp dir.
+    SyncOut {
+        /// The handle.
+        h: u8,
+        /// The files (bit set).
+        files: u8,
+    },
     /// `environmentReleaseLease`.
     Release {
         /// The handle.
@@ -139,6 +156,8 @@ impl Op {
             | Op::Write { h, .. }
             | Op::Read { h, .. }
             | Op::Exit { h, .. }
+            | Op::SyncIn { h, .. }
+            | Op::SyncOut { h, .. }
             | Op::Release { h }
             | Op::Resume { h }
             | Op::Stop { h }
@@ -158,6 +177,10 @@ impl Op {
             Op::Write { h, file, mode } => format!("write {} f{file} (mode {mode:o})", l(h)),
             Op::Read { h, file } => format!("read {} f{file}", l(h)),
             Op::Exit { h, code } => format!("execute {} `exit {code}`", l(h)),
+            Op::SyncIn { h, files, mode } => {
+                format!("syncIn {} {} (mode {mode:o})", l(h), file_set(files))
+            }
+            Op::SyncOut { h, files } => format!("syncOut {} {}", l(h), file_set(files)),
             Op::Release { h } => format!("release {}", l(h)),
             Op::Resume { h } => format!("resume {}", l(h)),
             Op::Stop { h } => format!("stop {}", l(h)),
@@ -170,6 +193,17 @@ impl Op {
             Op::Heal => "heal".into(),
         }
     }
+}
+
+/// The file numbers of a bit set, lowest first.
+pub fn files_of(set: u8) -> impl Iterator<Item = u8> {
+    (0..8).filter(move |f| set & (1 << f) != 0)
+}
+
+/// `{f0,f2}`.
+fn file_set(set: u8) -> String {
+    let names: Vec<String> = files_of(set).map(|f| format!("f{f}")).collect();
+    format!("{{{}}}", names.join(","))
 }
 
 /// The `kind` of a case file.
@@ -223,6 +257,8 @@ mod tests {
         let ops = vec![
             Op::Acquire { h: 0 },
             Op::Write { h: 0, file: 1, mode: 0o644 },
+            Op::SyncIn { h: 0, files: 0b101, mode: 0o600 },
+            Op::SyncOut { h: 0, files: 0b10 },
             Op::Restart { how: Restart::Sigkill },
             Op::Fault { fault: FaultKind::Truncate { bytes: 7 }, after: 1 },
             Op::Heal,
@@ -230,8 +266,12 @@ mod tests {
         let text = serde_json::to_string(&ops).unwrap();
         assert!(text.contains(r#"{"op":"write","h":0,"file":1,"mode":420}"#), "{text}");
         assert!(text.contains(r#""fault":{"kind":"truncate","bytes":7}"#), "{text}");
+        assert!(text.contains(r#"{"op":"syncIn","h":0,"files":5,"mode":384}"#), "{text}");
+        assert!(text.contains(r#"{"op":"syncOut","h":0,"files":2}"#), "{text}");
         let back: Vec<Op> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, ops);
         assert_eq!(listing(&ops[..2]), "1. L0 = acquire\n2. write L0 f1 (mode 644)");
+        assert_eq!(ops[2].describe(), "syncIn L0 {f0,f2} (mode 600)");
+        assert_eq!(ops[3].describe(), "syncOut L0 {f1}");
     }
 }

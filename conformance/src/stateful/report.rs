@@ -382,6 +382,7 @@ fn gate_reason(
         inv::STOP => HostCall::Stop,
         inv::RESUME_LIVE | inv::RESUME_DESTROYED | inv::RESTART => HostCall::Resume,
         inv::LINEAR => HostCall::ControlCommands,
+        inv::SYNC => HostCall::NativeSync,
         _ => return None,
     };
     host_makes(call, facts, profile).err()

@@ -92,6 +92,33 @@ pub fn shrink(
         }
         size = size.div_ceil(2);
     }
+    // Simpler arguments: one file of a sync instead of several.
+    for i in 0..best.len() {
+        let (set, with) = match best[i] {
+            Op::SyncIn { h, files, mode } => (
+                files,
+                Box::new(move |f| Op::SyncIn { h, files: f, mode }) as Box<dyn Fn(u8) -> Op>,
+            ),
+            Op::SyncOut { h, files } => {
+                (files, Box::new(move |f| Op::SyncOut { h, files: f }) as _)
+            }
+            _ => continue,
+        };
+        if set.count_ones() < 2 {
+            continue;
+        }
+        for f in super::program::files_of(set) {
+            let mut candidate = best.clone();
+            candidate[i] = with(1 << f);
+            if !left(&mut runs) {
+                return (best, runs);
+            }
+            if fails(&candidate) {
+                best = candidate;
+                break;
+            }
+        }
+    }
     // Simpler arguments: a restart by EOF, one write instead of two in flight.
     for i in 0..best.len() {
         let simpler = match best[i] {
@@ -144,5 +171,38 @@ mod tests {
         let (min, runs) = shrink(&ops, Budget { runs: 1, time: Duration::from_secs(60) }, fails);
         assert_eq!(runs, 1);
         assert!(min.len() >= 3);
+    }
+
+    #[test]
+    fn a_sync_of_several_files_shrinks_to_the_one_that_matters() {
+        // "Fails" when f2 goes in and comes back out.
+        let fails = |ops: &[Op]| {
+            let has = |op: &Op, f: u8| match *op {
+                Op::SyncIn { files, .. } => {
+                    files & (1 << f) != 0 && matches!(op, Op::SyncIn { .. })
+                }
+                _ => false,
+            };
+            let out =
+                |op: &Op, f: u8| matches!(*op, Op::SyncOut { files, .. } if files & (1 << f) != 0);
+            let i = ops.iter().position(|o| has(o, 2));
+            let o = ops.iter().position(|o| out(o, 2));
+            matches!((i, o), (Some(i), Some(o)) if i < o)
+        };
+        let ops = vec![
+            Op::Acquire { h: 0 },
+            Op::SyncIn { h: 0, files: 0b0111, mode: 0o600 },
+            Op::Write { h: 0, file: 3, mode: 0o644 },
+            Op::SyncOut { h: 0, files: 0b1110 },
+        ];
+        let budget = Budget { runs: 100, time: Duration::from_secs(60) };
+        let (min, _) = shrink(&ops, budget, fails);
+        assert_eq!(
+            min,
+            vec![
+                Op::SyncIn { h: 0, files: 0b100, mode: 0o600 },
+                Op::SyncOut { h: 0, files: 0b100 }
+            ]
+        );
     }
 }

@@ -93,7 +93,7 @@ pub struct Runner<'a> {
 
 const EXEC_TIMEOUT_MS: u64 = 10_000;
 
-fn file_name(file: u8) -> String {
+pub(super) fn file_name(file: u8) -> String {
     format!("pcstate-f{file}")
 }
 
@@ -350,6 +350,8 @@ impl Runner<'_> {
                     }
                 }
             }
+            Op::SyncIn { h, files, mode } => self.sync_in(target, x, h, files, mode),
+            Op::SyncOut { h, files } => self.sync_out(target, x, h, files),
             Op::Release { h } => self.end_like(target, x, h, name::ENVIRONMENT_RELEASE_LEASE),
             Op::Stop { h } => self.end_like(target, x, h, name::ENVIRONMENT_STOP_LEASE),
             Op::Destroy { h } => self.destroy(target, x, h, false),
@@ -396,7 +398,7 @@ impl Runner<'_> {
             x,
             name::ENVIRONMENT_ACQUIRE_LEASE,
             self.calls.acquire(),
-            self.call_wait,
+            self.calls.acquire_wait(self.call_wait),
         );
         let mut handle = Handle::new(Phase::Unborn);
         match &reply {

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use paperclip_sandbox_protocol::methods::name;
+use paperclip_sandbox_protocol::timeouts::acquire_rpc_timeout_ms;
 use serde_json::{json, Map, Value};
 
 use crate::context::RunEnv;
@@ -44,6 +46,21 @@ impl Calls<'_> {
         p.insert("environmentId".into(), json!(self.environment_id));
         p.insert("config".into(), self.env.config.clone());
         p
+    }
+
+    /// How long the host waits for an acquire: its acquisition budget (under
+    /// paperclip-2026-11 the driver's `defaultAcquireTimeoutMs`, or the config's `timeoutMs`,
+    /// plus 30 s), never less than the harness's per-call `call_wait`.
+    pub fn acquire_wait(&self, call_wait: Duration) -> Duration {
+        let config = self.env.config.as_object().cloned().unwrap_or_default();
+        let declared = self
+            .env
+            .driver
+            .as_ref()
+            .and_then(|d| d.get("defaultAcquireTimeoutMs"))
+            .and_then(Value::as_u64);
+        let host = acquire_rpc_timeout_ms(&config, declared, self.env.options.profile);
+        host.map_or(call_wait, |ms| call_wait.max(Duration::from_millis(ms)))
     }
 
     /// Acquire params.

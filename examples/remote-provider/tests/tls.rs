@@ -1,14 +1,17 @@
 //! HTTPS: the fake API behind a TLS front whose certificate a certificate authority generated
 //! for this run signed. With that CA in `caFile` the provider works (and passes the harness);
 //! with another CA, or none (the system's roots do not trust it), every call fails with an
-//! error naming `config.caFile` and no secret; there is no way to skip verification.
+//! error naming `config.caFile` and no secret; there is no way to skip verification. Chaos runs
+//! go through the harness's forward proxy (`CONNECT`, TLS end to end).
 
 mod common;
 
 use std::sync::Arc;
 
 use common::*;
-use paperclip_sandbox_conformance::WorkerCommand;
+use paperclip_sandbox_conformance::chaos;
+use paperclip_sandbox_conformance::stateful::{self, StatefulOptions};
+use paperclip_sandbox_conformance::{Status, WorkerCommand};
 use paperclip_sandbox_conformance::{assert_conformant, RunOptions};
 use paperclip_sandbox_sdk::protocol::HostProfile;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
@@ -163,4 +166,102 @@ async fn the_harness_passes_over_https() {
     let profile = HostProfile::Paperclip2026_11;
     tokio::task::spawn_blocking(move || assert_conformant(options, profile, &skips)).await.unwrap();
     assert!(fake.count("POST", "/sandbox") > 0, "the harness acquired no lease over HTTPS");
+}
+
+/// A chaos run (`run --chaos`, in process) of the provider configured with `cfg`, through the
+/// harness's HTTP(S) forward proxy: the config's backend is an `https://` URL, so the proxy is
+/// given to the worker as `HTTPS_PROXY` and every API call goes through a `CONNECT` tunnel,
+/// TLS end to end (the provider still verifies the server against `caFile`). The leak oracle
+/// is the fake API's own sandbox list.
+async fn forward_chaos(
+    fake: &Arc<FakeApi>,
+    cfg: &Value,
+    dir: &std::path::Path,
+    call_timeout: std::time::Duration,
+    s: StatefulOptions,
+) -> paperclip_sandbox_conformance::stateful::StatefulRun {
+    let config_path = dir.join(format!("chaos-{}.json", call_timeout.as_millis()));
+    std::fs::write(&config_path, cfg.to_string()).unwrap();
+    let command =
+        WorkerCommand::from_argv(&[env!("CARGO_BIN_EXE_remote-provider").to_owned()]).unwrap();
+    let mut options = RunOptions::from(command);
+    options.config_path = Some(config_path);
+    options.call_timeout = call_timeout;
+    options.progress = false;
+    options.artifacts = Some(dir.join("cases"));
+    let listing = fake.clone();
+    let oracle: chaos::Oracle = Box::new(move |env: &str| {
+        Ok(listing
+            .sandboxes()
+            .into_iter()
+            .filter(|s| s.labels.values().any(|v| v == env))
+            .map(|s| s.id)
+            .collect())
+    });
+    // `None`: no config field is named, and the only address is `https://`, so the forward
+    // proxy is chosen.
+    tokio::task::spawn_blocking(move || chaos::run_with_oracle(options, s, None, Some(oracle)))
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+fn status<'a>(
+    run: &'a paperclip_sandbox_conformance::stateful::StatefulRun,
+    id: &str,
+) -> &'a Status {
+    &run.report.checks.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("no {id}")).status
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_through_the_forward_proxy_over_https_finds_nothing_and_finds_a_late_answer() {
+    let fake = Arc::new(FakeApi::start(Faults { accept_any_key: true, ..Faults::default() }).await);
+    let pki = pki();
+    let url = https_front(&pki, &fake.base_url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &pki.ca_pem).unwrap();
+    let mut cfg = https_config(&fake, &url, Some(&ca_file));
+    cfg.as_object_mut().unwrap().remove("apiKey");
+    let cases = std::env::var("STATEFUL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+
+    // The provider as configured for the tests bounds each API call (requestTimeoutMs 2 s, a
+    // fresh acquisition 1 s) well inside the 10 s budget: faults injected inside the tunnels
+    // and healed, and nothing fails.
+    let s = StatefulOptions { cases, seed: Some(24), progress: false, ..Default::default() };
+    let run = forward_chaos(&fake, &cfg, dir.path(), std::time::Duration::from_secs(10), s).await;
+    for c in &run.report.checks {
+        assert_ne!(c.status, Status::Fail, "{c:#?}");
+    }
+    assert_eq!(*status(&run, "chaos.budget"), Status::Pass);
+    assert!(run.coverage.count("chaos.budget") > 0, "faults were injected and judged");
+    assert!(run.coverage.count("chaos.recover") > 0, "faults were healed and recovery judged");
+    assert!(fake.count("POST", "/sandbox") > 0, "no lease was acquired through the tunnels");
+
+    // One defect: API calls that wait a minute for a hung backend (requestTimeoutMs 60 s)
+    // while the host's budget is 3 s. Found only if the hang acts inside the TLS tunnels, and
+    // shrunk to a short program with the fault in it.
+    cfg["requestTimeoutMs"] = json!(60_000);
+    let s = StatefulOptions {
+        cases: 12,
+        seed: Some(24),
+        progress: false,
+        shrink_runs: 12,
+        reruns: 1,
+        max_acquires: 80,
+        ..Default::default()
+    };
+    let run = forward_chaos(&fake, &cfg, dir.path(), std::time::Duration::from_secs(3), s).await;
+    assert_eq!(*status(&run, "chaos.budget"), Status::Fail, "{:#?}", run.report.checks);
+    let (case, path) =
+        run.kept.iter().find(|(c, _)| c.invariant == "chaos.budget").expect("a kept case");
+    assert!(case.chaos && path.is_some(), "{case:#?}");
+    assert!(
+        case.ops
+            .iter()
+            .any(|op| matches!(op, stateful::Op::Fault { fault: stateful::FaultKind::Hang, .. })),
+        "{:?}",
+        case.ops
+    );
+    eprintln!("forward-proxy defect case: {} steps: {:?}", case.ops.len(), case.ops);
 }
