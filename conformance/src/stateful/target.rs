@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use paperclip_sandbox_protocol::methods::name;
 use paperclip_sandbox_protocol::timeouts::acquire_rpc_timeout_ms;
 use serde_json::{json, Map, Value};
 

@@ -3,10 +3,9 @@
 //! provider's nativeSyncIn and nativeSyncOut are effective), find nothing, and the sync
 //! invariant is reached.
 
-use paperclip_sandbox_conformance::process::WorkerCommand;
-use paperclip_sandbox_conformance::report::Status;
 use paperclip_sandbox_conformance::stateful::{self, StatefulOptions};
 use paperclip_sandbox_conformance::RunOptions;
+use paperclip_sandbox_conformance::{Status, WorkerCommand};
 
 #[test]
 fn stateful_runs_with_sync_steps_find_nothing() {
