@@ -328,6 +328,24 @@ mod tests {
     }
 
     #[test]
+    fn a_resume_gets_the_host_resume_wait() {
+        let (mut env, _) = fake_env();
+        let wait = |env: &RunEnv| {
+            Calls { env, environment_id: "e".into() }.resume_wait(Duration::from_secs(30))
+        };
+        // paperclip-2026-09, no timeoutMs: one attempt may take the whole 60 s resume deadline.
+        env.options.profile = HostProfile::Paperclip2026_09;
+        assert_eq!(wait(&env), Duration::from_secs(60));
+        // paperclip-2026-11 with a declared 180 s default: the acquisition budget, 180 s + 30 s.
+        env.driver.as_mut().unwrap()["defaultAcquireTimeoutMs"] = json!(180_000);
+        env.options.profile = HostProfile::Paperclip2026_11;
+        assert_eq!(wait(&env), Duration::from_secs(210));
+        // Never below the harness's own per-call budget.
+        env.driver.as_mut().unwrap()["defaultAcquireTimeoutMs"] = json!(1_000);
+        assert_eq!(wait(&env), Duration::from_secs(31));
+    }
+
+    #[test]
     fn the_same_seed_draws_the_same_program() {
         let a: Vec<Vec<Op>> = (0..20).map(|i| run(Defect::None, draw(42, i)).ops).collect();
         let b: Vec<Vec<Op>> = (0..20).map(|i| run(Defect::None, draw(42, i)).ops).collect();

@@ -153,7 +153,8 @@ impl Runner<'_> {
         let Some(lease) = Self::lease_of(x, h) else { return };
         let before = x.model.handles[&h].phases.clone();
         let params = self.calls.by_id(&lease.id, &lease.metadata);
-        let reply = self.call(target, x, name::ENVIRONMENT_RESUME_LEASE, params, self.call_wait);
+        let wait = self.calls.resume_wait(self.call_wait);
+        let reply = self.call(target, x, name::ENVIRONMENT_RESUME_LEASE, params, wait);
         if x.model.faulted {
             return;
         }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use paperclip_sandbox_protocol::timeouts::acquire_rpc_timeout_ms;
+use paperclip_sandbox_protocol::timeouts::{acquire_rpc_timeout_ms, ResumeDeadline};
 use serde_json::{json, Map, Value};
 
 use crate::context::RunEnv;
@@ -52,14 +52,26 @@ impl Calls<'_> {
     /// plus 30 s), never less than the harness's per-call `call_wait`.
     pub fn acquire_wait(&self, call_wait: Duration) -> Duration {
         let config = self.env.config.as_object().cloned().unwrap_or_default();
-        let declared = self
-            .env
-            .driver
-            .as_ref()
-            .and_then(|d| d.get("defaultAcquireTimeoutMs"))
-            .and_then(Value::as_u64);
+        let declared = self.declared_acquire_ms();
         let host = acquire_rpc_timeout_ms(&config, declared, self.env.options.profile);
         host.map_or(call_wait, |ms| call_wait.max(Duration::from_millis(ms)))
+    }
+
+    /// How long the host waits for one resume attempt: under paperclip-2026-11 the resume
+    /// shares the acquisition budget when one is configured or declared; otherwise the 60 s
+    /// resume deadline caps the per-call budget. Never less than the harness's per-call
+    /// `call_wait`.
+    pub fn resume_wait(&self, call_wait: Duration) -> Duration {
+        let config = self.env.config.as_object().cloned().unwrap_or_default();
+        let deadline =
+            ResumeDeadline::new(self.env.options.profile, 0, &config, self.declared_acquire_ms());
+        call_wait.max(Duration::from_millis(deadline.attempt_timeout_ms(0)))
+    }
+
+    /// The driver's declared `defaultAcquireTimeoutMs`.
+    fn declared_acquire_ms(&self) -> Option<u64> {
+        let driver = self.env.driver.as_ref()?;
+        driver.get("defaultAcquireTimeoutMs").and_then(Value::as_u64)
     }
 
     /// Acquire params.
