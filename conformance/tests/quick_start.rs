@@ -218,6 +218,13 @@ fn quick_start_chapter_produces_a_conforming_provider() {
     // Not a single failure, SHOULD requirements included (`lifecycle.remote-cwd` needs the
     // lease's `remoteCwd`).
     assert!(stdout.contains(" passed, 0 failed (0 MUST)"), "the harness run:\n{stdout}");
+    // The chapter prints the summary both runs end with (one per host profile): it must be
+    // the summary they really print.
+    let chapter = std::fs::read_to_string(workspace.join("book/src/quick-start.md")).unwrap();
+    let is_summary = |l: &&str| l.contains(" passed, ") && l.trim_end().ends_with(" stale");
+    let promised = chapter.lines().find(is_summary).expect("the chapter shows a summary");
+    let printed: Vec<&str> = stdout.lines().filter(is_summary).map(str::trim).collect();
+    assert_eq!(printed, [promised.trim(); 2], "the chapter's summary is the runs' own");
     assert!(
         install_root.join("bin/sandbox-conformance").is_file(),
         "the chapter's `cargo install` installed the harness the later steps ran"
