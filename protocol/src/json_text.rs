@@ -201,7 +201,10 @@ const ESCAPES: [Escape; 256] = {
 /// inside the run).
 #[inline(always)]
 fn push_escapes(out: &mut Vec<u8>, run: &[u8]) {
-    out.reserve(run.len() * 6 + 8);
+    // Checked: on a 32-bit target a run of over ~715 MB would wrap the product, and the
+    // writes below rely on this reservation.
+    let room = run.len().checked_mul(6).and_then(|n| n.checked_add(8));
+    out.reserve(room.expect("capacity overflow"));
     let mut len = out.len();
     let base = out.as_mut_ptr();
     for &b in run {

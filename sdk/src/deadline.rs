@@ -88,7 +88,7 @@ impl std::error::Error for DeadlineExceeded {}
 
 /// The margin kept between a call's deadline and the host's timer: a fifth of the timer, at
 /// most 5 s.
-pub fn margin(host_timeout: Duration) -> Duration {
+pub(crate) fn margin(host_timeout: Duration) -> Duration {
     (host_timeout / 5).min(Duration::from_secs(5))
 }
 
@@ -96,7 +96,7 @@ pub fn margin(host_timeout: Duration) -> Duration {
 /// params; `None` for the calls whose budget depends on the host profile and the driver's
 /// declared `defaultAcquireTimeoutMs` (acquire, resume), which the provider's creation attempt
 /// owns.
-pub fn host_timeout_ms(
+pub(crate) fn host_timeout_ms(
     method: Method,
     timeout_ms: Option<f64>,
     config: &Map<String, Value>,

@@ -277,8 +277,11 @@ pub struct CreationPlan {
     pub lookup_delay: Option<Duration>,
     /// The pause between two [`CreationBackend::progress`] reads.
     pub poll_interval: Duration,
-    /// True: an attempt that fails (before adoption) removes the resource it owns before it
-    /// answers; false: it leaves the resource for the host's cleanup (the envelope names it).
+    /// True: an attempt that ends at a deadline or with a readiness failure removes the
+    /// resource it owns before it answers; false: it leaves that resource for the host's
+    /// cleanup (the envelope names it). Either way, a create *call* that fails before anything
+    /// was adopted is compensated: the name is looked up and a resource carrying this
+    /// attempt's labels is removed (nothing the host could clean up was reported yet).
     pub remove_on_failure: bool,
     /// The resource in messages (`"container"`, `"sandbox"`, …).
     pub resource: &'static str,
@@ -347,14 +350,16 @@ pub async fn create_bounded<B: CreationBackend>(
     plan: &CreationPlan,
 ) -> Result<B::Resource, ProviderError> {
     let started = plan.started.unwrap_or_else(Instant::now);
-    let cap_at = started + plan.budget;
-    let lookup_at = plan.lookup_delay.map(|d| started + d);
+    let cap_at = later(started, plan.budget);
+    let lookup_at = plan.lookup_delay.map(|d| later(started, d));
     let res = plan.resource;
     tracing::info!(creation_name = %attempt.creation_name, "creating {res}");
-    let mut create = tokio::spawn({
+    // Aborted when this attempt is dropped (the call was cancelled) or ends without an
+    // adoption; only an adopted resource's create is left to finish, within the budget.
+    let mut create = AbortOnDrop(tokio::spawn({
         let (backend, attempt) = (backend.clone(), attempt.clone());
         async move { backend.create(&attempt).await }
-    });
+    }));
     let mut create_pending = true;
     let mut current: Option<B::Resource> = None;
     let owns =
@@ -366,7 +371,7 @@ pub async fn create_bounded<B: CreationBackend>(
         if let Some(r) = &current {
             match timeout_at(cap_at, backend.progress(r)).await {
                 Ok(Ok(Progress::Ready(r))) => {
-                    detach_create(create, create_pending, backend.resource_id(&r));
+                    detach_create(create, create_pending, cap_at, backend.resource_id(&r));
                     tracing::info!(creation_name = %attempt.creation_name, elapsed_ms = started.elapsed().as_millis() as u64, "the {res} is ready");
                     return Ok(r);
                 }
@@ -384,12 +389,14 @@ pub async fn create_bounded<B: CreationBackend>(
             }
         } else if past_lookup {
             tracing::info!(creation_name = %attempt.creation_name, "create not answered; looking the name up");
-            match backend.inspect_by_name(&attempt.creation_name).await {
-                Ok(Some(r)) if owns(&r) => {
+            // Bounded by the budget: a backend that hangs here ends the attempt at its cap.
+            let lookup = timeout_at(cap_at, backend.inspect_by_name(&attempt.creation_name));
+            match lookup.await {
+                Ok(Ok(Some(r))) if owns(&r) => {
                     current = Some(r);
                     continue;
                 }
-                Ok(Some(_)) => {
+                Ok(Ok(Some(_))) => {
                     break End {
                         what: format!(
                         "the {res} under the creation name lacks this attempt's ownership labels"
@@ -397,15 +404,16 @@ pub async fn create_bounded<B: CreationBackend>(
                         deadline: None,
                     }
                 }
-                Ok(None) => {
+                Ok(Ok(None)) => {
                     break End {
                         what: format!("no {res} carried the creation name at the lookup delay"),
                         deadline: plan.lookup_delay,
                     }
                 }
-                Err(e) => {
+                Ok(Err(e)) => {
                     tracing::warn!(error = %e, "looking the creation name up failed; retrying")
                 }
+                Err(_) => tracing::warn!("looking the creation name up did not answer in time"),
             }
         }
         let now = Instant::now();
@@ -429,7 +437,7 @@ pub async fn create_bounded<B: CreationBackend>(
             continue;
         }
         tokio::select! {
-            answer = &mut create => {
+            answer = &mut create.0 => {
                 create_pending = false;
                 let error = match answer {
                     Ok(Ok(r)) => {
@@ -439,8 +447,13 @@ pub async fn create_bounded<B: CreationBackend>(
                         continue;
                     }
                     Ok(Err(e)) if backend.is_conflict(&e) => {
+                        if current.is_some() {
+                            // Adopted by the lookup already: the conflict is that resource.
+                            continue;
+                        }
                         // The name is taken: a retry of this very attempt is adopted.
-                        if let Ok(Some(r)) = backend.inspect_by_name(&attempt.creation_name).await {
+                        let lookup = timeout_at(cap_at, backend.inspect_by_name(&attempt.creation_name));
+                        if let Ok(Ok(Some(r))) = lookup.await {
                             if owns(&r) {
                                 current = Some(r);
                                 continue;
@@ -466,7 +479,7 @@ pub async fn create_bounded<B: CreationBackend>(
         }
     };
 
-    create.abort();
+    create.0.abort();
     let (observed, outcome) = match (plan.remove_on_failure, &current) {
         (true, _) => compensate(backend, attempt, plan).await,
         (false, r) => {
@@ -492,20 +505,43 @@ fn refused(plan: &CreationPlan, error: &dyn fmt::Display) -> ProviderError {
     ProviderError::worker(format!("{} creation refused: {error}", plan.noun()))
 }
 
-/// After an adoption the create call may still run: let it finish and only log a late
-/// failure. It never triggers a compensating delete.
+/// A task aborted when its handle is dropped: a cancelled attempt leaves no create running.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// `start + d`, or a far instant when that overflows (a budget of `Duration::MAX`).
+fn later(start: Instant, d: Duration) -> Instant {
+    start.checked_add(d).unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
+}
+
+/// After an adoption the create call may still run: let it finish, until the attempt's cap at
+/// the latest, and only log a late failure. It never triggers a compensating delete.
 fn detach_create<T: Send + 'static, E: fmt::Display + Send + 'static>(
-    create: tokio::task::JoinHandle<Result<T, E>>,
+    create: AbortOnDrop<Result<T, E>>,
     pending: bool,
+    cap_at: Instant,
     adopted: String,
 ) {
     if !pending {
         return;
     }
     tokio::spawn(async move {
-        if let Ok(Err(e)) = create.await {
-            tracing::warn!(resource = %adopted, error = %e, "the create call failed after the resource was adopted; keeping it");
+        let mut create = create;
+        match timeout_at(cap_at, &mut create.0).await {
+            Ok(Ok(Err(e))) => {
+                tracing::warn!(resource = %adopted, error = %e, "the create call failed after the resource was adopted; keeping it");
+            }
+            Err(_) => {
+                tracing::warn!(resource = %adopted, "the create call had not answered at the budget; abandoning it");
+            }
+            Ok(_) => {}
         }
+        // Dropping `create` aborts a create still running.
     });
 }
 

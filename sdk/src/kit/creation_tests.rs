@@ -261,6 +261,31 @@ async fn a_hanging_create_is_resolved_by_one_lookup_at_the_delay_and_adopted() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_cancelled_attempt_leaves_no_create_running_and_an_adopted_create_ends_at_the_cap() {
+    // The host gave up (the call was cancelled): the attempt is dropped mid-create.
+    let fake = Fake::new(Create::Hang);
+    let (a, plan) = (attempt(), remote_plan());
+    let cancelled = tokio::time::timeout(LOOKUP / 2, create_bounded(&fake, &a, &plan));
+    assert!(cancelled.await.is_err(), "the create hangs, so the attempt was cancelled");
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    // The create task held a clone of the backend; aborted, it holds nothing.
+    assert_eq!(Arc::strong_count(&fake.state), 1, "the create task outlived its attempt");
+
+    // Adopted by the lookup while the create hangs: the create is abandoned at the cap.
+    let fake = Fake::new(Create::StoreAndHang);
+    create_bounded(&fake, &attempt(), &remote_plan()).await.unwrap();
+    assert!(Arc::strong_count(&fake.state) > 1, "the adopted create may still answer");
+    tokio::time::sleep(BUDGET).await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(Arc::strong_count(&fake.state), 1, "the adopted create ran past the budget");
+    assert!(fake.removed().is_empty(), "an adopted resource is never removed");
+}
+
+#[tokio::test(start_paused = true)]
 async fn no_resource_at_the_lookup_delay_ends_with_a_transient_envelope() {
     let fake = Fake::new(Create::Hang);
     let e = create_bounded(&fake, &attempt(), &remote_plan()).await.unwrap_err();
