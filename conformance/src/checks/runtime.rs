@@ -131,19 +131,22 @@ fn profile_snapshot(ctx: &mut Ctx<'_>, lease: &Lease) -> Result<String, Finding>
     Ok(out)
 }
 
-/// The login profiles and rc files of `$HOME` last modified at most `window_s` seconds ago by
+/// The login profiles and rc files of `$HOME` modified since the acquire call was sent, by
 /// the sandbox's own clock (its `date +%s` against each file's modification time, so a clock
-/// that differs from the harness's does not matter). Taken right after acquire, with the
-/// window covering the acquire call: a file in it was written while the lease was acquired.
+/// that differs from the harness's does not matter). Taken right after acquire: a file in
+/// the window was written while the lease was acquired.
 fn recent_profiles(
     ctx: &mut Ctx<'_>,
     lease: &Lease,
-    window_s: u64,
+    acquire_sent: std::time::Instant,
 ) -> Result<Vec<String>, Finding> {
+    // The sandbox prints each profile's age by its own clock; the harness judges it once the
+    // answer is in, against the time since the acquire call was sent (an upper bound of how
+    // long ago a file written during the acquire can be, exec start-up included).
     let script = format!(
         "[ -n \"$HOME\" ] || exit 0; now=$(date +%s); for f in {PROFILES}; do p=\"$HOME/$f\"; \
          [ -e \"$p\" ] || continue; m=$(date -r \"$p\" +%s 2>/dev/null || stat -c %Y \"$p\" 2>/dev/null) \
-         || continue; [ -n \"$m\" ] && [ $((now - m)) -le {window_s} ] && echo \"$f\"; done; exit 0"
+         || continue; [ -n \"$m\" ] && echo \"$((now - m)) $f\"; done; exit 0"
     );
     let (code, out) = run(ctx, lease, script)?;
     if code != 0 {
@@ -152,7 +155,15 @@ fn recent_profiles(
             format!("exit {code}: {out}"),
         ));
     }
-    Ok(out.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect())
+    // Whole-second times on both sides: one second of slack. A negative age (a file dated in
+    // the sandbox's future, e.g. an image built on a skewed clock) was not written now.
+    let window_s = acquire_sent.elapsed().as_secs() + 1;
+    let recent = |line: &str| {
+        let (age, file) = line.trim().split_once(' ')?;
+        let age: i64 = age.parse().ok()?;
+        (0..=window_s as i64).contains(&age).then(|| file.to_owned())
+    };
+    Ok(out.lines().filter_map(recent).collect())
 }
 
 /// Uploads a small file into the lease's runtime root as the host would for this worker:
@@ -205,12 +216,9 @@ fn host_upload(ctx: &mut Ctx<'_>, lease: &Lease) -> CheckResult {
 /// stdin, and a file upload in the host's shape (native sync, else base64 over execute). A
 /// release is not part of it: after one the lease may be gone, and nothing could look.
 pub fn no_login_profile(ctx: &mut Ctx<'_>) -> CheckResult {
-    let started = std::time::Instant::now();
+    let acquire_sent = std::time::Instant::now();
     let lease = ctx.acquire()?;
-    // The window reaches back to before the acquire call was sent: its whole duration, one
-    // second for the files' whole-second times and one for the first command's own start.
-    let window_s = started.elapsed().as_secs() + 2;
-    let during_acquire = recent_profiles(ctx, &lease, window_s)?;
+    let during_acquire = recent_profiles(ctx, &lease, acquire_sent)?;
     if !during_acquire.is_empty() {
         return Err(fail(
             format!("no login profile or rc file ({PROFILES}) is written in $HOME while the lease is acquired"),
