@@ -328,6 +328,20 @@ mod tests {
     }
 
     #[test]
+    fn a_release_stop_destroy_or_sync_gets_the_host_sandbox_wait() {
+        let (mut env, _) = fake_env();
+        let wait = |env: &RunEnv| {
+            Calls { env, environment_id: "e".into() }.sandbox_wait(Duration::from_secs(30))
+        };
+        // No timeoutMs: the host's 30 s default.
+        env.config = json!({});
+        assert_eq!(wait(&env), Duration::from_secs(30));
+        // timeoutMs 50 s: the host waits 50 s + 30 s.
+        env.config = json!({"timeoutMs": 50_000});
+        assert_eq!(wait(&env), Duration::from_secs(80));
+    }
+
+    #[test]
     fn a_resume_gets_the_host_resume_wait() {
         let (mut env, _) = fake_env();
         let wait = |env: &RunEnv| {

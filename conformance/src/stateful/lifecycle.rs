@@ -60,7 +60,8 @@ impl Runner<'_> {
         } else {
             self.calls.by_id(&lease.id, &lease.metadata)
         };
-        let reply = self.call(target, x, method, params, self.call_wait);
+        let wait = self.calls.sandbox_wait(self.call_wait);
+        let reply = self.call(target, x, method, params, wait);
         let (id, states): (&'static str, &[&str]) = if stop {
             (inv::STOP, &["stopped"])
         } else {
@@ -106,14 +107,15 @@ impl Runner<'_> {
             let (a, b) = target.pair(
                 (name::ENVIRONMENT_DESTROY_LEASE, params.clone()),
                 (name::ENVIRONMENT_DESTROY_LEASE, params),
-                self.call_wait,
+                self.calls.sandbox_wait(self.call_wait),
             );
             Self::note(x, format!("in flight: {} | {}", a.describe(), b.describe()));
             self.judge_faulted(x, name::ENVIRONMENT_DESTROY_LEASE, &a);
             self.judge_faulted(x, name::ENVIRONMENT_DESTROY_LEASE, &b);
             vec![a, b]
         } else {
-            vec![self.call(target, x, name::ENVIRONMENT_DESTROY_LEASE, params, self.call_wait)]
+            let wait = self.calls.sandbox_wait(self.call_wait);
+            vec![self.call(target, x, name::ENVIRONMENT_DESTROY_LEASE, params, wait)]
         };
         let handle = x.model.handles.get_mut(&h).expect("handle");
         if x.model.faulted {
@@ -247,7 +249,7 @@ impl Runner<'_> {
             let reply = target.call(
                 name::ENVIRONMENT_DESTROY_LEASE,
                 self.calls.by_id(&id, &metadata),
-                self.call_wait,
+                self.calls.sandbox_wait(self.call_wait),
             );
             Self::note(x, format!("cleanup: destroy failed create {id} -> {}", reply.describe()));
             let next = match &reply {
@@ -312,7 +314,8 @@ impl Runner<'_> {
         }
         for (id, metadata, invariant) in ids {
             let params = self.calls.by_id(&id, &metadata);
-            let reply = target.call(name::ENVIRONMENT_DESTROY_LEASE, params, self.call_wait);
+            let wait = self.calls.sandbox_wait(self.call_wait);
+            let reply = target.call(name::ENVIRONMENT_DESTROY_LEASE, params, wait);
             Self::note(x, format!("cleanup: destroy {id} -> {}", reply.describe()));
             x.out.coverage.reach(invariant);
             match reply {

@@ -320,7 +320,7 @@ impl Runner<'_> {
                     x,
                     name::ENVIRONMENT_REALIZE_WORKSPACE,
                     params,
-                    self.call_wait,
+                    self.calls.sandbox_wait(self.call_wait),
                 );
                 self.judge_exec(x, &reply, "realize");
             }

@@ -74,7 +74,8 @@ impl Runner<'_> {
         let id = format!("pcstate-{}", crate::ids::hex(6));
         let mut params = self.calls.with_lease(lease);
         params.insert("operations".into(), json!([{"operationId": id, "files": files}]));
-        let reply = self.call(target, x, method, Value::Object(params), self.call_wait);
+        let wait = self.calls.sandbox_wait(self.call_wait);
+        let reply = self.call(target, x, method, Value::Object(params), wait);
         if x.model.faulted {
             return false;
         }

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use paperclip_sandbox_protocol::timeouts::{acquire_rpc_timeout_ms, ResumeDeadline};
+use paperclip_sandbox_protocol::timeouts::{
+    acquire_rpc_timeout_ms, sandbox_rpc_timeout_ms, ResumeDeadline, DEFAULT_RPC_TIMEOUT_MS,
+};
 use serde_json::{json, Map, Value};
 
 use crate::context::RunEnv;
@@ -66,6 +68,15 @@ impl Calls<'_> {
         let deadline =
             ResumeDeadline::new(self.env.options.profile, 0, &config, self.declared_acquire_ms());
         call_wait.max(Duration::from_millis(deadline.attempt_timeout_ms(0)))
+    }
+
+    /// How long the host waits for a release, stop, destroy, realize or sync: the config's
+    /// sandbox call budget (`timeoutMs` + 30 s), else the 30 s default; never less than the
+    /// harness's per-call `call_wait`.
+    pub fn sandbox_wait(&self, call_wait: Duration) -> Duration {
+        let config = self.env.config.as_object().cloned().unwrap_or_default();
+        let host = sandbox_rpc_timeout_ms(&config).unwrap_or(DEFAULT_RPC_TIMEOUT_MS);
+        call_wait.max(Duration::from_millis(host))
     }
 
     /// The driver's declared `defaultAcquireTimeoutMs`.
