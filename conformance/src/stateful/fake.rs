@@ -331,11 +331,11 @@ mod tests {
     fn a_release_stop_destroy_or_sync_gets_the_host_sandbox_wait() {
         let (mut env, _) = fake_env();
         let wait = |env: &RunEnv| {
-            Calls { env, environment_id: "e".into() }.sandbox_wait(Duration::from_secs(30))
+            Calls { env, environment_id: "e".into() }.sandbox_wait(Duration::from_secs(3))
         };
-        // No timeoutMs: the host's 30 s default.
+        // No timeoutMs: the harness's own per-call budget.
         env.config = json!({});
-        assert_eq!(wait(&env), Duration::from_secs(30));
+        assert_eq!(wait(&env), Duration::from_secs(3));
         // timeoutMs 50 s: the host waits 50 s + 30 s.
         env.config = json!({"timeoutMs": 50_000});
         assert_eq!(wait(&env), Duration::from_secs(80));
@@ -345,16 +345,21 @@ mod tests {
     fn a_resume_gets_the_host_resume_wait() {
         let (mut env, _) = fake_env();
         let wait = |env: &RunEnv| {
-            Calls { env, environment_id: "e".into() }.resume_wait(Duration::from_secs(30))
+            Calls { env, environment_id: "e".into() }.resume_wait(Duration::from_secs(3))
         };
-        // paperclip-2026-09, no timeoutMs: one attempt may take the whole 60 s resume deadline.
+        env.config = json!({});
+        // Neither a configured nor a declared budget: the harness's own per-call budget.
         env.options.profile = HostProfile::Paperclip2026_09;
+        assert_eq!(wait(&env), Duration::from_secs(3));
+        // timeoutMs 50 s under paperclip-2026-09: the attempt waits min(80 s, the 60 s deadline).
+        env.config = json!({"timeoutMs": 50_000});
         assert_eq!(wait(&env), Duration::from_secs(60));
         // paperclip-2026-11 with a declared 180 s default: the acquisition budget, 180 s + 30 s.
+        env.config = json!({});
         env.driver.as_mut().unwrap()["defaultAcquireTimeoutMs"] = json!(180_000);
         env.options.profile = HostProfile::Paperclip2026_11;
         assert_eq!(wait(&env), Duration::from_secs(210));
-        // Never below the harness's own per-call budget.
+        // A declared 1 s default: 1 s + 30 s.
         env.driver.as_mut().unwrap()["defaultAcquireTimeoutMs"] = json!(1_000);
         assert_eq!(wait(&env), Duration::from_secs(31));
     }

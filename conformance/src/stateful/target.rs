@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use paperclip_sandbox_protocol::timeouts::{
-    acquire_rpc_timeout_ms, sandbox_rpc_timeout_ms, ResumeDeadline, DEFAULT_RPC_TIMEOUT_MS,
+    acquire_rpc_timeout_ms, sandbox_rpc_timeout_ms, ResumeDeadline,
 };
 use serde_json::{json, Map, Value};
 
@@ -59,24 +59,31 @@ impl Calls<'_> {
         host.map_or(call_wait, |ms| call_wait.max(Duration::from_millis(ms)))
     }
 
-    /// How long the host waits for one resume attempt: under paperclip-2026-11 the resume
-    /// shares the acquisition budget when one is configured or declared; otherwise the 60 s
-    /// resume deadline caps the per-call budget. Never less than the harness's per-call
-    /// `call_wait`.
+    /// How long the host waits for one resume attempt when the config or the driver sets a
+    /// budget: under paperclip-2026-11 the acquisition budget when one is configured or
+    /// declared, otherwise the config's sandbox-call budget capped by the 60 s resume
+    /// deadline. Without either, the harness's per-call `call_wait` (`--timeout-ms`, by
+    /// default the host's 30 s default timer); never less than it.
     pub fn resume_wait(&self, call_wait: Duration) -> Duration {
         let config = self.env.config.as_object().cloned().unwrap_or_default();
-        let deadline =
-            ResumeDeadline::new(self.env.options.profile, 0, &config, self.declared_acquire_ms());
+        let declared = self.declared_acquire_ms().filter(|ms| *ms > 0);
+        let profile = self.env.options.profile;
+        let budgeted = profile.is_november() && declared.is_some();
+        if !budgeted && sandbox_rpc_timeout_ms(&config).is_none() {
+            return call_wait;
+        }
+        let deadline = ResumeDeadline::new(profile, 0, &config, declared);
         call_wait.max(Duration::from_millis(deadline.attempt_timeout_ms(0)))
     }
 
     /// How long the host waits for a release, stop, destroy, realize or sync: the config's
-    /// sandbox call budget (`timeoutMs` + 30 s), else the 30 s default; never less than the
-    /// harness's per-call `call_wait`.
+    /// sandbox-call budget (`timeoutMs` + 30 s) when it sets one, else the harness's per-call
+    /// `call_wait` (`--timeout-ms`, by default the host's 30 s default timer); never less
+    /// than `call_wait`.
     pub fn sandbox_wait(&self, call_wait: Duration) -> Duration {
         let config = self.env.config.as_object().cloned().unwrap_or_default();
-        let host = sandbox_rpc_timeout_ms(&config).unwrap_or(DEFAULT_RPC_TIMEOUT_MS);
-        call_wait.max(Duration::from_millis(host))
+        sandbox_rpc_timeout_ms(&config)
+            .map_or(call_wait, |ms| call_wait.max(Duration::from_millis(ms)))
     }
 
     /// The driver's declared `defaultAcquireTimeoutMs`.
