@@ -53,7 +53,7 @@ impl Calls<'_> {
     /// paperclip-2026-11 the driver's `defaultAcquireTimeoutMs`, or the config's `timeoutMs`,
     /// plus 30 s), never less than the harness's per-call `call_wait`.
     pub fn acquire_wait(&self, call_wait: Duration) -> Duration {
-        let config = self.env.config.as_object().cloned().unwrap_or_default();
+        let config = self.config();
         let declared = self.declared_acquire_ms();
         let host = acquire_rpc_timeout_ms(&config, declared, self.env.options.profile);
         host.map_or(call_wait, |ms| call_wait.max(Duration::from_millis(ms)))
@@ -65,7 +65,7 @@ impl Calls<'_> {
     /// deadline. Without either, the harness's per-call `call_wait` (`--timeout-ms`, by
     /// default the host's 30 s default timer); never less than it.
     pub fn resume_wait(&self, call_wait: Duration) -> Duration {
-        let config = self.env.config.as_object().cloned().unwrap_or_default();
+        let config = self.config();
         let declared = self.declared_acquire_ms().filter(|ms| *ms > 0);
         let profile = self.env.options.profile;
         let budgeted = profile.is_november() && declared.is_some();
@@ -81,9 +81,14 @@ impl Calls<'_> {
     /// `call_wait` (`--timeout-ms`, by default the host's 30 s default timer); never less
     /// than `call_wait`.
     pub fn sandbox_wait(&self, call_wait: Duration) -> Duration {
-        let config = self.env.config.as_object().cloned().unwrap_or_default();
+        let config = self.config();
         sandbox_rpc_timeout_ms(&config)
             .map_or(call_wait, |ms| call_wait.max(Duration::from_millis(ms)))
+    }
+
+    /// The run's config object (empty when the config is not an object).
+    fn config(&self) -> Map<String, Value> {
+        self.env.config.as_object().cloned().unwrap_or_default()
     }
 
     /// The driver's declared `defaultAcquireTimeoutMs`.
