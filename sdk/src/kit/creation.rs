@@ -14,7 +14,10 @@
 //!   acquisition diagnostic (an expired deadline reports `elapsedMs >= budgetMs`, which the
 //!   host classifies as transient; an early failure reports less). A resource once adopted is
 //!   never deleted by the attempt, whatever the create call answers later. A refusal (the
-//!   backend's 4xx) allocated nothing and is a plain error.
+//!   backend's 4xx) allocated nothing and is a plain error. The compensation of a failed
+//!   attempt (lookup by name, removal of an owned resource) has its own bound, the plan's
+//!   [`cleanup_window`](CreationPlan::cleanup_window): a backend that stops answering then
+//!   cannot hold the answer past the time the host still listens.
 //! * [`destroy_failed_create`] resolves the host's `failedCreateCleanup` record on destroy:
 //!   with an observed id, the resource is removed once its labels match; with only the creation
 //!   name, the name is looked up and nothing is deleted (the answer names what was observed, or
@@ -288,7 +291,18 @@ pub struct CreationPlan {
     /// When the attempt's clock started (checks before the create count against the
     /// budget); `None`: when [`create_bounded`] is called.
     pub started: Option<Instant>,
+    /// How long the compensation of a failed attempt (the lookup by name and the removal) may
+    /// take once the attempt ended; a backend still silent then leaves the cleanup to the
+    /// host (the envelope says so). By default [`DEFAULT_CLEANUP_WINDOW`].
+    pub cleanup_window: Duration,
 }
+
+/// The default [`CreationPlan::cleanup_window`]: half of the margin the host adds to the
+/// acquisition budget before it stops waiting for the answer
+/// ([`RPC_OVERHEAD_BUFFER_MS`](paperclip_sandbox_protocol::timeouts::RPC_OVERHEAD_BUFFER_MS)),
+/// so an attempt that ends at its budget still answers while the host listens.
+pub const DEFAULT_CLEANUP_WINDOW: Duration =
+    Duration::from_millis(paperclip_sandbox_protocol::timeouts::RPC_OVERHEAD_BUFFER_MS / 2);
 
 impl CreationPlan {
     /// A plan bounded by `budget` for resources called `resource` in messages: no lookup
@@ -301,7 +315,14 @@ impl CreationPlan {
             remove_on_failure: true,
             resource,
             started: None,
+            cleanup_window: DEFAULT_CLEANUP_WINDOW,
         }
+    }
+
+    /// The same plan with another [`cleanup_window`](Self::cleanup_window).
+    pub fn with_cleanup_window(mut self, window: Duration) -> Self {
+        self.cleanup_window = window;
+        self
     }
 
     /// The same plan with a lookup delay.
@@ -545,33 +566,41 @@ fn detach_create<T: Send + 'static, E: fmt::Display + Send + 'static>(
     });
 }
 
-/// Looks the creation name up and removes a resource carrying the attempt's labels: the
-/// observed id and what happened, for the message.
+/// Looks the creation name up and removes a resource carrying the attempt's labels, both
+/// within the plan's cleanup window: the observed id and what happened, for the message.
 async fn compensate<B: CreationBackend>(
     backend: &B,
     attempt: &CreationAttempt,
     plan: &CreationPlan,
 ) -> (Option<String>, String) {
     let res = plan.resource;
-    match backend.inspect_by_name(&attempt.creation_name).await {
-        Ok(Some(r))
+    let by = later(Instant::now(), plan.cleanup_window);
+    let late = "did not answer within the cleanup window; cleanup is pending";
+    match timeout_at(by, backend.inspect_by_name(&attempt.creation_name)).await {
+        Ok(Ok(Some(r)))
             if attempt.owns(backend.resource_name(&r), |k| backend.resource_label(&r, k)) =>
         {
-            let outcome = match backend.remove(&r).await {
-                Ok(()) => format!("the allocated {res} was removed (cleanup was confirmed)"),
-                Err(e) => format!("removing the allocated {res} failed ({e}); cleanup is pending"),
+            let outcome = match timeout_at(by, backend.remove(&r)).await {
+                Ok(Ok(())) => format!("the allocated {res} was removed (cleanup was confirmed)"),
+                Ok(Err(e)) => {
+                    format!("removing the allocated {res} failed ({e}); cleanup is pending")
+                }
+                Err(_) => format!("removing the allocated {res} {late}"),
             };
             (Some(backend.resource_id(&r)), outcome)
         }
-        Ok(Some(_)) => (
+        Ok(Ok(Some(_))) => (
             None,
             format!(
                 "the creation name is held by a {res} without this attempt's labels; cleanup is \
                  pending"
             ),
         ),
-        Ok(None) => (None, format!("no {res} carries the creation name; cleanup is pending")),
-        Err(e) => (None, format!("looking the creation name up failed ({e}); cleanup is pending")),
+        Ok(Ok(None)) => (None, format!("no {res} carries the creation name; cleanup is pending")),
+        Ok(Err(e)) => {
+            (None, format!("looking the creation name up failed ({e}); cleanup is pending"))
+        }
+        Err(_) => (None, format!("looking the creation name up {late}")),
     }
 }
 

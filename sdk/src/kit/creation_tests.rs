@@ -51,6 +51,10 @@ struct Fake {
     ready_after: Option<u32>,
     preparing: bool,
     failed: bool,
+    /// Lookups by name never answer.
+    hang_lookups: bool,
+    /// Removals never answer.
+    hang_removals: bool,
     state: Arc<Mutex<State>>,
 }
 
@@ -71,6 +75,8 @@ impl Fake {
             ready_after: Some(0),
             preparing: false,
             failed: false,
+            hang_lookups: false,
+            hang_removals: false,
             state: Arc::default(),
         }
     }
@@ -124,12 +130,18 @@ impl CreationBackend for Fake {
     }
 
     async fn inspect_by_name(&self, name: &str) -> Result<Option<Res>, FakeError> {
+        if self.hang_lookups {
+            return std::future::pending().await;
+        }
         let mut state = self.state.lock().unwrap();
         state.lookups += 1;
         Ok(state.resources.values().find(|r| r.name == name || r.id == name).cloned())
     }
 
     async fn remove(&self, resource: &Res) -> Result<(), FakeError> {
+        if self.hang_removals {
+            return std::future::pending().await;
+        }
         let mut state = self.state.lock().unwrap();
         state.resources.remove(&resource.name);
         state.removed.push(resource.id.clone());
@@ -333,6 +345,41 @@ async fn a_failed_create_is_compensated_and_answered_early() {
     let e = create_bounded(&fake, &attempt(), &remote_plan()).await.unwrap_err();
     assert!(fake.removed().is_empty(), "a resource without the labels is never touched");
     assert_eq!(envelope(&e).0, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn compensation_is_bounded_by_the_cleanup_window() {
+    // Before the window, a backend silent after a failed create held the answer forever: the
+    // host had stopped listening long before the cleanup envelope was written.
+    let window = Duration::from_secs(7);
+    let plan = CreationPlan::new(BUDGET, "container").with_cleanup_window(window);
+    assert_eq!(CreationPlan::new(BUDGET, "x").cleanup_window, DEFAULT_CLEANUP_WINDOW);
+
+    let mut fake = Fake::new(Create::StoreAndFail);
+    fake.hang_lookups = true;
+    let started = Instant::now();
+    let e = create_bounded(&fake, &attempt(), &plan).await.unwrap_err();
+    assert_eq!(started.elapsed(), window, "the lookup is given up at the window");
+    assert!(e.message().contains("did not answer within the cleanup window"), "{}", e.message());
+    assert_eq!(envelope(&e).0, None, "nothing was observed");
+
+    let mut fake = Fake::new(Create::StoreAndFail);
+    fake.hang_removals = true;
+    let started = Instant::now();
+    let e = create_bounded(&fake, &attempt(), &plan).await.unwrap_err();
+    assert_eq!(started.elapsed(), window, "the removal is given up at the window");
+    assert!(e.message().contains("removing the allocated container did not answer"));
+    assert_eq!(envelope(&e).0.as_deref(), Some("id-2b0c-op"), "the observed id is reported");
+    assert!(fake.removed().is_empty());
+
+    // At the budget: the window starts when the attempt ends, not when it started.
+    let mut fake = Fake::new(Create::StoreAndHang);
+    fake.hang_lookups = true;
+    let started = Instant::now();
+    let e = create_bounded(&fake, &attempt(), &plan).await.unwrap_err();
+    assert_eq!(started.elapsed(), BUDGET + window);
+    let (_, elapsed, budget) = envelope(&e);
+    assert!(elapsed >= budget, "a deadline-expired attempt stays transient");
 }
 
 #[tokio::test(start_paused = true)]
