@@ -378,6 +378,7 @@ impl Session {
                 method,
                 name::ENVIRONMENT_ACQUIRE_LEASE
                     | name::ENVIRONMENT_RESUME_LEASE
+                    | name::ENVIRONMENT_RELEASE_LEASE
                     | name::ENVIRONMENT_DESTROY_LEASE
             ) {
                 let attempt = format!("{}/{}", self.label, id.to_value());

@@ -164,6 +164,8 @@ struct State {
     restore: Map<String, Value>,
     /// Folded as the reader folds the file.
     leases: Vec<LedgerLease>,
+    /// Leases a release ended (kept in `leases`: the host's release may keep the resource).
+    released: BTreeSet<String>,
     pending: BTreeSet<String>,
     failed: Option<String>,
 }
@@ -206,6 +208,7 @@ impl LedgerFile {
                 manifest: None,
                 restore: Map::new(),
                 leases: vec![],
+                released: BTreeSet::new(),
                 pending: BTreeSet::new(),
                 failed: None,
             }),
@@ -327,6 +330,12 @@ impl LedgerFile {
                     (id, json!({"failedCreateCleanup": o.to_json()}))
                 })
             }
+            (name::ENVIRONMENT_RELEASE_LEASE, Reply::Result(_)) => {
+                if let Some(id) = params.get("providerLeaseId").and_then(Value::as_str) {
+                    s.released.insert(id.to_owned());
+                }
+                None
+            }
             (name::ENVIRONMENT_DESTROY_LEASE, Reply::Result(_)) => {
                 if let Some(id) = params.get("providerLeaseId").and_then(Value::as_str) {
                     s.leases.retain(|l| l.provider_lease_id != id);
@@ -405,15 +414,17 @@ impl LedgerFile {
         self.write(&mut s, &json!({"record": "destroyed", "providerLeaseId": id}));
     }
 
-    /// Ends the ledger of a run: the file is removed when it lists nothing left to destroy and
-    /// no unanswered acquire; otherwise it is kept (for `sweep`) and its path returned. A
-    /// write that failed during the run is an error (the ledger may be incomplete).
+    /// Ends the ledger of a run: the file is removed when every lease it lists was destroyed
+    /// or released (a worker without destroy ends its leases so) and no acquire is unanswered;
+    /// otherwise it is kept (for `sweep`) and its path returned. A write that failed during the
+    /// run is an error (the ledger may be incomplete).
     pub fn finish(&self) -> io::Result<Option<PathBuf>> {
         let s = self.lock();
         if let Some(e) = &s.failed {
             return Err(io::Error::other(format!("a ledger write failed: {e}")));
         }
-        if s.leases.is_empty() && s.pending.is_empty() {
+        let ended = |l: &LedgerLease| s.released.contains(&l.provider_lease_id);
+        if s.leases.iter().all(ended) && s.pending.is_empty() {
             std::fs::remove_file(&self.0.path)?;
             return Ok(None);
         }
@@ -468,6 +479,16 @@ mod tests {
         l.abandoned("main/3");
         assert_eq!(l.interrupt(Duration::ZERO), 0);
         assert_eq!(l.finish().unwrap().as_deref(), Some(l.path()), "l1 is live: kept");
+        // A released lease no longer keeps the file of a run that ends normally, but a sweep
+        // of a killed run's file still destroys it (a release may keep the resource).
+        let by_id = json!({"providerLeaseId": "l1"});
+        l.answered("main/5", name::ENVIRONMENT_RELEASE_LEASE, &by_id, &Reply::Result(json!({})));
+        assert_eq!(l.live().len(), 1);
+        assert_eq!(l.finish().unwrap(), None);
+        assert!(!l.path().exists());
+        let l = LedgerFile::create(&dir, &command()).unwrap();
+        l.before_acquire("main/1", &params);
+        l.answered("main/1", name::ENVIRONMENT_ACQUIRE_LEASE, &params, &lease);
         let by_id = json!({"providerLeaseId": "l1"});
         l.answered("main/4", name::ENVIRONMENT_DESTROY_LEASE, &by_id, &Reply::Result(json!({})));
         assert!(LedgerContents::parse(&std::fs::read_to_string(l.path()).unwrap())

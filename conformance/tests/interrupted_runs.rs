@@ -215,3 +215,37 @@ fn sweep_keeps_a_ledger_it_cannot_empty() {
     assert!(stderr.contains("the worker does not start"), "{stderr}");
     assert!(file.exists(), "the ledger is kept for a later sweep");
 }
+
+/// A run that ends normally removes its ledger: every lease was destroyed, or released by a
+/// worker that has no destroy.
+#[test]
+fn a_run_that_ends_normally_leaves_no_ledger() {
+    if !support::node_available() {
+        eprintln!("skipped: `node` is not on PATH");
+        return;
+    }
+    let fixture = support::tests_dir().join("fixtures/official-sdk-worker");
+    support::ensure_npm_project(&fixture, "@paperclipai/plugin-sdk");
+    let manifest = fixture.join("stateful-manifest.json").display().to_string();
+    let stateful = fixture.join("stateful-worker.mjs").display().to_string();
+    let no_destroy = support::tests_dir()
+        .join("fixtures/broken/reusable-without-destroy.cjs")
+        .display()
+        .to_string();
+    let dir = support::temp_dir("interrupted", "normal-end");
+    for (name, worker, manifest) in
+        [("destroys", &stateful, Some(&manifest)), ("releases", &no_destroy, None)]
+    {
+        let run_dir = dir.join(name).display().to_string();
+        let mut args = vec!["run", "-q", "--filter", "lifecycle", "--run-dir", &run_dir];
+        if let Some(m) = manifest {
+            args.extend(["--manifest", m]);
+        }
+        args.extend(["--", "node", worker]);
+        let out = support::harness(&args);
+        let stderr = support::lossy(&out.stderr);
+        let left: Vec<_> = std::fs::read_dir(&run_dir).unwrap().filter_map(Result::ok).collect();
+        assert!(left.is_empty(), "{name}: the ledger is removed: {left:?}: {stderr}");
+        assert!(!stderr.contains("still lists"), "{name}: {stderr}");
+    }
+}
