@@ -58,6 +58,9 @@ pub struct RunOptions {
     /// `--jobs`: how many checks run at once, each on a worker of its own (1: one after
     /// another, on one main worker); when not given, the machine's cores, at most 4.
     pub jobs: usize,
+    /// The write-ahead lease ledger the run's sessions journal to (`run --run-dir`); `None`:
+    /// the run keeps its ledger in memory only.
+    pub ledger_file: Option<crate::ledger_file::LedgerFile>,
 }
 
 /// The default `--jobs`: the machine's cores, at most 4, so that the worker under test (and
@@ -87,6 +90,7 @@ impl RunOptions {
             acquire_params_path: None,
             required_clis: vec![],
             jobs: default_jobs(),
+            ledger_file: None,
         }
     }
 }

@@ -41,6 +41,9 @@ pub struct SessionConfig {
     pub init_timeout: Duration,
     /// Timeout of every other call.
     pub call_timeout: Duration,
+    /// The run's write-ahead lease ledger, when it keeps one: acquires are written to it before
+    /// they are sent, leases and destroys when they are answered.
+    pub ledger_file: Option<crate::ledger_file::LedgerFile>,
 }
 
 impl Default for SessionConfig {
@@ -49,6 +52,7 @@ impl Default for SessionConfig {
             company_id: "company-conformance".into(),
             init_timeout: INITIALIZE_TIMEOUT,
             call_timeout: DEFAULT_CALL_TIMEOUT,
+            ledger_file: None,
         }
     }
 }
@@ -203,6 +207,8 @@ pub struct Session {
     stdout_closed: bool,
     observations: Observations,
     label: String,
+    /// Calls the ledger file records the answer of: id → (attempt, method, params).
+    journaled: HashMap<Id, (String, String, Value)>,
 }
 
 /// The `id` of a JSON-RPC object from the first bytes of its line (an over-long line is not
@@ -249,6 +255,7 @@ impl Session {
             stdout_closed: false,
             observations,
             label: label.to_owned(),
+            journaled: HashMap::new(),
         })
     }
 
@@ -294,6 +301,9 @@ impl Session {
             "apiVersion": manifest.get("apiVersion").cloned().unwrap_or(json!(1)),
             "databaseNamespace": null,
         });
+        if let Some(ledger) = &self.config.ledger_file {
+            ledger.manifest(manifest);
+        }
         let started = Instant::now();
         let id = self.next_id();
         let timeout = self.config.init_timeout;
@@ -363,6 +373,21 @@ impl Session {
             extra: Map::new(),
         });
         let invocation_id = invocation.as_ref().map(|i| i.id.clone());
+        if let Some(ledger) = &self.config.ledger_file {
+            if matches!(
+                method,
+                name::ENVIRONMENT_ACQUIRE_LEASE
+                    | name::ENVIRONMENT_RESUME_LEASE
+                    | name::ENVIRONMENT_RELEASE_LEASE
+                    | name::ENVIRONMENT_DESTROY_LEASE
+            ) {
+                let attempt = format!("{}/{}", self.label, id.to_value());
+                if method == name::ENVIRONMENT_ACQUIRE_LEASE {
+                    ledger.before_acquire(&attempt, &params);
+                }
+                self.journaled.insert(id.clone(), (attempt, method.to_owned(), params.clone()));
+            }
+        }
         let request = Request {
             id: id.clone(),
             method: method.to_owned(),
@@ -540,6 +565,11 @@ impl Session {
                     Outcome::Error(e) => Reply::Error(e),
                 };
                 self.sent.remove(&id);
+                if let (Some(ledger), Some((attempt, method, params))) =
+                    (&self.config.ledger_file, self.journaled.remove(&id))
+                {
+                    ledger.answered(&attempt, &method, &params, &reply);
+                }
                 self.answered_at.insert(id.clone(), self.notices.len());
                 self.answers.insert(id, reply);
             }
@@ -576,6 +606,18 @@ impl Session {
         let exited = self.proc.wait_exit(left).is_some();
         let (_, on_its_own) = self.proc.stop(if exited { Duration::ZERO } else { left }, grace);
         (reply, exited || on_its_own)
+    }
+}
+
+impl Drop for Session {
+    /// Acquires this session never got an answer to are abandoned in the ledger file (an
+    /// interrupt no longer waits for them; the file keeps them as unanswered).
+    fn drop(&mut self) {
+        if let Some(ledger) = &self.config.ledger_file {
+            for (attempt, _, _) in self.journaled.values() {
+                ledger.abandoned(attempt);
+            }
+        }
     }
 }
 

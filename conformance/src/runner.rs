@@ -297,7 +297,11 @@ pub fn prepare(options: RunOptions) -> Result<RunEnv, HarnessError> {
     for name in std::iter::once(&field).chain(&secret_fields) {
         validate_config[name] = json!(crate::ids::uuid());
     }
-    let session = SessionConfig { call_timeout: options.call_timeout, ..SessionConfig::default() };
+    let session = SessionConfig {
+        call_timeout: options.call_timeout,
+        ledger_file: options.ledger_file.clone(),
+        ..SessionConfig::default()
+    };
     Ok(RunEnv {
         options,
         manifest,

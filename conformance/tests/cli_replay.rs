@@ -2,7 +2,7 @@
 //! (exit 0) and says so; against the fixed worker it differs (exit 1) and says what that means;
 //! `--expect-fixed` runs the transcript's check and exits 0 only when it passes now.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 fn broken(name: &str) -> String {
@@ -17,7 +17,7 @@ mod support;
 
 use support::harness;
 
-fn temp_dir(name: &str) -> PathBuf {
+fn temp_dir(name: &str) -> support::TempDir {
     support::temp_dir("replay", name)
 }
 

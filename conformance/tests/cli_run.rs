@@ -22,7 +22,7 @@ fn broken(name: &str) -> String {
 
 use support::{harness as run, lossy as text};
 
-fn temp_dir(name: &str) -> PathBuf {
+fn temp_dir(name: &str) -> support::TempDir {
     support::temp_dir("test", name)
 }
 

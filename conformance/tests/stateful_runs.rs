@@ -151,7 +151,8 @@ fn chaos_run(
     cases: u64,
 ) -> paperclip_sandbox_conformance::RunReport {
     let backend = Backend::start(dir);
-    let config = support::temp_dir("chaos", defect.unwrap_or("correct")).join("config.json");
+    let config_dir = support::temp_dir("chaos", defect.unwrap_or("correct"));
+    let config = config_dir.join("config.json");
     std::fs::write(&config, format!("{{\"apiUrl\": \"http://127.0.0.1:{}\"}}", backend.1)).unwrap();
     let mut argv = vec!["node".to_owned(), path(dir, "stateful-worker.mjs")];
     argv.extend(defect.map(str::to_owned));

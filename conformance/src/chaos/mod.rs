@@ -184,6 +184,10 @@ pub(crate) fn setup(
             options.command.env.push(("NO_PROXY".into(), String::new()));
             (proxy, Route::Forward, blind("only Docker-API engines are listed by the harness"))
         };
+    if let (Some(ledger), Some(k)) = (&options.ledger_file, &key) {
+        // The ledger names the backend itself: the proxy does not outlive the run.
+        ledger.restore_config(k, Value::String(value.clone()));
+    }
     let path = dir.join("chaos-config.json");
     std::fs::write(&path, config.to_string()).map_err(io)?;
     options.config_path = Some(path);

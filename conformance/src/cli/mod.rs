@@ -9,6 +9,7 @@ pub(crate) mod package;
 pub(crate) mod replay;
 pub(crate) mod run;
 pub(crate) mod stateful;
+pub(crate) mod sweep;
 
 use std::io::Read;
 use std::path::Path;
@@ -43,6 +44,8 @@ enum Command {
     Package(package::PackageArgs),
     /// Print a ready CI workflow that runs the harness against a provider.
     CiTemplate(ci_template::CiTemplateArgs),
+    /// Destroy, through the worker, the leases that the ledgers of killed runs still list.
+    Sweep(sweep::SweepArgs),
 }
 
 /// Parses the process's arguments and runs the subcommand; the exit code of the binary.
@@ -55,6 +58,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Replay(args) => replay::main(args),
         Command::Package(args) => args.run(),
         Command::CiTemplate(args) => args.run(),
+        Command::Sweep(args) => args.run(),
     }
 }
 

@@ -33,6 +33,9 @@ Exit codes:
   2  the harness could not run: bad options or files, a --filter that matches nothing, a
      baseline naming unknown checks, a worker that cannot be spawned (a JSON report and the
      JUnit file are still written, with the error)
+  130, 143  interrupted by SIGINT / SIGTERM: the run stopped acquiring, destroyed what its
+     lease ledger (--run-dir) lists, and exited without a report; a second signal exits 1 at
+     once and leaves the ledger for `sandbox-conformance sweep`
 
 Profiles:
   paperclip-2026-11  the November 2026 contract (default)
@@ -111,6 +114,13 @@ pub struct RunArgs {
     /// after another. Default: the machine's cores, at most 4.
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
+    /// Where the run keeps its write-ahead lease ledger (`ledger-*.jsonl`): every lease it
+    /// acquires is listed there before the acquire is sent, so that `sandbox-conformance sweep`
+    /// can destroy what a killed run left. On SIGINT/SIGTERM the run destroys what its ledger
+    /// lists and exits 130/143. Default: $XDG_STATE_HOME/sandbox-conformance (else
+    /// ~/.local/state/sandbox-conformance).
+    #[arg(long, value_name = "DIR")]
+    run_dir: Option<PathBuf>,
     /// No progress lines on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -231,6 +241,31 @@ pub fn main(args: RunArgs) -> ExitCode {
             return fail_usage(e);
         }
     };
+    let mut options = options;
+    let run_dir = args.run_dir.clone().unwrap_or_else(crate::ledger_file::default_run_dir);
+    let ledger = match crate::ledger_file::LedgerFile::create(&run_dir, &options.command) {
+        Ok(l) => l,
+        Err(e) => return fail_usage(HarnessError::io(&run_dir, e)),
+    };
+    if let Err(e) = super::sweep::on_interrupt(ledger.clone()) {
+        return fail_usage(format!("cannot handle SIGINT/SIGTERM: {e}"));
+    }
+    options.ledger_file = Some(ledger.clone());
+    let code = run_with_ledger(&args, options, started);
+    match ledger.finish() {
+        Ok(None) => {}
+        Ok(Some(path)) => eprintln!(
+            "the lease ledger {} still lists what the run could not destroy: \
+             `sandbox-conformance sweep {}` retries",
+            path.display(),
+            path.display()
+        ),
+        Err(e) => eprintln!("warning: the lease ledger {}: {e}", ledger.path().display()),
+    }
+    code
+}
+
+fn run_with_ledger(args: &RunArgs, options: RunOptions, started: std::time::Instant) -> ExitCode {
     if args.stateful.on() {
         return super::stateful::main(&args.stateful, options, args.format, args.junit.as_ref());
     }

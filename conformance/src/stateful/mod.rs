@@ -40,9 +40,10 @@
 //!   cwd, where executes write and read the same files, so one model of the files judges all
 //!   three; they are drawn only where the host syncs natively (nativeSyncIn and nativeSyncOut
 //!   effective), as the fixed sync check is gated.
-//! - Not built yet: a write-ahead ledger file with a
-//!   `sweep` subcommand and SIGINT cleanup, and MITM faults (HTTP status codes and partial
-//!   bodies inside TLS).
+//! - The write-ahead ledger file is written by the host side of every session (not by the
+//!   program runner), so fixed checks, stateful and chaos runs share it; `sweep` and the
+//!   SIGINT/SIGTERM cleanup are in `crate::sweep`.
+//! - Not built yet: MITM faults (HTTP status codes and partial bodies inside TLS).
 
 pub mod invariants;
 mod lifecycle;

@@ -82,12 +82,36 @@ pub fn example_worker(name: &str) -> PathBuf {
 }
 
 /// A fresh, empty directory under the system temp directory, unique to this test process:
-/// `pcconf-<prefix>-<name>-<pid>`.
-pub fn temp_dir(prefix: &str, name: &str) -> PathBuf {
+/// `pcconf-<prefix>-<name>-<pid>`, removed (with everything in it) when the guard is dropped.
+pub fn temp_dir(prefix: &str, name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("pcconf-{prefix}-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
+}
+
+/// A directory of [`temp_dir`]: derefs to its path and removes it when dropped, so that no
+/// test leaves its directories behind, whichever way it ends (a failed assertion included).
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Runs the built `sandbox-conformance` binary with `args` and no stdin.
@@ -124,16 +148,21 @@ pub fn with_private_tmp<T>(args: &[&str], f: impl FnOnce(&[&str]) -> T) -> T {
     let (Some(dash), Some("run" | "replay"), false) = (dash, sub, own_tmp) else { return f(args) };
     let dir = temp_dir("tmp", &RUNS.fetch_add(1, Ordering::Relaxed).to_string());
     let env = format!("TMPDIR={}", dir.display());
+    // The run's lease ledger goes there too (not to the user's state directory).
+    let run_dir = dir.join("run-dir").display().to_string();
+    let own_run_dir = args.contains(&"--run-dir");
     let mut with_env = args[..dash].to_vec();
     if sub == Some("run") {
-        with_env.extend(["--env", env.as_str(), "--"]);
+        with_env.extend(["--env", env.as_str()]);
+        if !own_run_dir {
+            with_env.extend(["--run-dir", run_dir.as_str()]);
+        }
+        with_env.push("--");
     } else {
         with_env.extend(["--", "env", env.as_str()]);
     }
     with_env.extend_from_slice(&args[dash + 1..]);
-    let out = f(&with_env);
-    let _ = std::fs::remove_dir_all(&dir);
-    out
+    f(&with_env)
 }
 
 /// Runs `node validate.mjs` of the shared-validator interop project `dir` on the NDJSON

@@ -187,6 +187,8 @@ async fn forward_chaos(
     let mut options = RunOptions::from(command);
     options.config_path = Some(config_path);
     options.call_timeout = call_timeout;
+    // A worker restarted while a hung call is in flight gets 2 s to exit, not 10 s.
+    options.shutdown_timeout = std::time::Duration::from_secs(2);
     options.progress = false;
     options.artifacts = Some(dir.join("cases"));
     let listing = fake.clone();
@@ -223,13 +225,16 @@ async fn chaos_through_the_forward_proxy_over_https_finds_nothing_and_finds_a_la
     std::fs::write(&ca_file, &pki.ca_pem).unwrap();
     let mut cfg = https_config(&fake, &url, Some(&ca_file));
     cfg.as_object_mut().unwrap().remove("apiKey");
-    let cases = std::env::var("STATEFUL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    let cases = std::env::var("STATEFUL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
+    let started = std::time::Instant::now();
 
     // The provider as configured for the tests bounds each API call (requestTimeoutMs 2 s, a
     // fresh acquisition 1 s) well inside the 10 s budget: faults injected inside the tunnels
-    // and healed, and nothing fails.
+    // and healed, and nothing fails. 4 cases reach both chaos invariants with seed 24
+    // (STATEFUL_CASES=N runs more).
     let s = StatefulOptions { cases, seed: Some(24), progress: false, ..Default::default() };
     let run = forward_chaos(&fake, &cfg, dir.path(), std::time::Duration::from_secs(10), s).await;
+    eprintln!("stage A: {:?}", started.elapsed());
     for c in &run.report.checks {
         assert_ne!(c.status, Status::Fail, "{c:#?}");
     }
@@ -238,15 +243,18 @@ async fn chaos_through_the_forward_proxy_over_https_finds_nothing_and_finds_a_la
     assert!(run.coverage.count("chaos.recover") > 0, "faults were healed and recovery judged");
     assert!(fake.count("POST", "/sandbox") > 0, "no lease was acquired through the tunnels");
 
-    // One defect: API calls that wait a minute for a hung backend (requestTimeoutMs 60 s)
-    // while the host's budget is 3 s. Found only if the hang acts inside the TLS tunnels, and
-    // shrunk to a short program with the fault in it.
-    cfg["requestTimeoutMs"] = json!(60_000);
+    // One defect: API calls that wait 8 s for a hung backend (requestTimeoutMs 8 s) while the
+    // host's budget is 3 s. Found only if the hang acts inside the TLS tunnels, and shrunk to a
+    // short program with the fault in it. Seed 24 finds it in its second case; 3 cases, 8
+    // shrink runs and an 8 s (not 60 s) late answer keep this test near a minute instead of
+    // five (each hung call costs the late answer's wait).
+    cfg["requestTimeoutMs"] = json!(8_000);
+    let started = std::time::Instant::now();
     let s = StatefulOptions {
-        cases: 12,
+        cases: 3,
         seed: Some(24),
         progress: false,
-        shrink_runs: 12,
+        shrink_runs: 8,
         reruns: 1,
         max_acquires: 80,
         ..Default::default()
@@ -264,4 +272,5 @@ async fn chaos_through_the_forward_proxy_over_https_finds_nothing_and_finds_a_la
         case.ops
     );
     eprintln!("forward-proxy defect case: {} steps: {:?}", case.ops.len(), case.ops);
+    eprintln!("stage B: {:?}", started.elapsed());
 }

@@ -1,0 +1,157 @@
+//! Destroying what a lease ledger lists, through the worker: `sandbox-conformance sweep` on a
+//! ledger file a killed run left behind, and the cleanup of an interrupted run (SIGINT,
+//! SIGTERM) on its own ledger.
+
+use std::fs::File;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use paperclip_sandbox_protocol::methods::name;
+use paperclip_sandbox_protocol::timeouts::sandbox_rpc_timeout_ms;
+use serde_json::{json, Value};
+
+use crate::host::{Observations, Reply, Session, SessionConfig};
+use crate::ledger_file::{try_lock, LedgerContents, LedgerLease, FILE_PREFIX};
+use crate::process::WorkerCommand;
+use crate::HarnessError;
+
+/// JSON-RPC "method not found".
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// What a sweep did with the leases of one ledger.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct SweepOutcome {
+    /// Leases destroyed (or released, by a worker that offers no destroy).
+    pub destroyed: Vec<String>,
+    /// Leases the worker could not end: (lease id, what it answered).
+    pub failed: Vec<(String, String)>,
+    /// Acquires the run sent and never saw answered: what they made, if anything, no ledger can
+    /// name (the provider's own orphan sweep, or its console, is the only way to it).
+    pub unanswered: usize,
+    /// Why nothing was attempted (the worker did not start, the file is in use, …).
+    pub skipped: Option<String>,
+}
+
+/// Ends `leases` through a fresh worker started from `command` and initialized with
+/// `manifest`: `environmentDestroyLease` with the params the lease was made with, or
+/// `environmentReleaseLease` when the worker has no destroy. `ended` is called with each lease
+/// ended.
+pub(crate) fn end_leases(
+    command: &WorkerCommand,
+    manifest: &Value,
+    leases: &[LedgerLease],
+    mut ended: impl FnMut(&str),
+) -> SweepOutcome {
+    let mut out = SweepOutcome::default();
+    if leases.is_empty() {
+        return out;
+    }
+    let config = SessionConfig::default();
+    let mut s = match Session::spawn(command, "sweep", config, Observations::default()) {
+        Ok(s) => s,
+        Err(e) => {
+            out.skipped = Some(format!("the worker does not start: {e}"));
+            return out;
+        }
+    };
+    match s.initialize(manifest).0 {
+        Reply::Result(v) if v.get("ok") == Some(&Value::Bool(true)) => {}
+        other => {
+            out.skipped = Some(format!("the worker did not initialize: {}", other.describe()));
+            s.process().stop(Duration::ZERO, Duration::from_secs(2));
+            return out;
+        }
+    }
+    for lease in leases {
+        let mut params = lease.params.clone();
+        params.insert("providerLeaseId".into(), json!(lease.provider_lease_id));
+        params.insert("leaseMetadata".into(), lease.metadata.clone());
+        let config = params.get("config").and_then(Value::as_object).cloned().unwrap_or_default();
+        // What the host waits for a sandbox call: the config's timer, else its 30 s default.
+        let wait = Duration::from_millis(sandbox_rpc_timeout_ms(&config).unwrap_or(30_000));
+        let call = |s: &mut Session, method: &str| {
+            let id = s.next_id();
+            s.call_with(id, method, Value::Object(params.clone()), true, wait).0
+        };
+        let mut reply = call(&mut s, name::ENVIRONMENT_DESTROY_LEASE);
+        if reply.error_code() == Some(METHOD_NOT_FOUND) {
+            reply = call(&mut s, name::ENVIRONMENT_RELEASE_LEASE);
+        }
+        match reply {
+            Reply::Result(_) => {
+                ended(&lease.provider_lease_id);
+                out.destroyed.push(lease.provider_lease_id.clone());
+            }
+            other => out.failed.push((lease.provider_lease_id.clone(), other.describe())),
+        }
+    }
+    s.shutdown(Duration::from_secs(5));
+    out
+}
+
+/// The ledger files of `path`: the file itself, or the `ledger-*.jsonl` files of a run
+/// directory (none when the directory does not exist).
+pub(crate) fn ledger_files(path: &Path) -> Result<Vec<PathBuf>, HarnessError> {
+    if !path.is_dir() {
+        return if path.exists() { Ok(vec![path.to_owned()]) } else { Ok(vec![]) };
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| HarnessError::io(path, e))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(FILE_PREFIX) && n.ends_with(".jsonl"))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Sweeps one ledger file a run left behind: destroys what it lists through the worker it
+/// names (or `command`, when given), records each destroy in the file, and removes the file
+/// once nothing in it is left to destroy. A file still locked by a running harness is left
+/// alone.
+pub(crate) fn sweep_file(
+    path: &Path,
+    command: Option<&WorkerCommand>,
+) -> Result<SweepOutcome, HarnessError> {
+    let io = |e| HarnessError::io(path, e);
+    let mut file = std::fs::OpenOptions::new().read(true).append(true).open(path).map_err(io)?;
+    if !try_lock(&file) {
+        return Ok(SweepOutcome {
+            skipped: Some("a running harness holds this ledger".into()),
+            ..SweepOutcome::default()
+        });
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(io)?;
+    let contents = LedgerContents::parse(&text);
+    let Some(command) = command.cloned().or(contents.command.clone()) else {
+        return Err(HarnessError::BadFile {
+            path: path.to_owned(),
+            message: "not a sandbox-conformance ledger (no `run` record naming the worker)".into(),
+        });
+    };
+    let manifest = contents.manifest.clone().unwrap_or_else(|| json!({}));
+    let mut write_failed = None;
+    let mut out = end_leases(&command, &manifest, &contents.leases, |id| {
+        let line = format!("{}\n", json!({"record": "destroyed", "providerLeaseId": id}));
+        if let Err(e) = (&file).write_all(line.as_bytes()) {
+            write_failed.get_or_insert(e);
+        }
+    });
+    out.unanswered = contents.unanswered;
+    if let Some(e) = write_failed {
+        return Err(io(e));
+    }
+    if out.failed.is_empty() && out.skipped.is_none() {
+        // Nothing the ledger can still name is left: the file has done its work.
+        drop::<File>(file);
+        std::fs::remove_file(path).map_err(io)?;
+    }
+    Ok(out)
+}
