@@ -330,7 +330,7 @@ pub async fn run_raw(
     sink: &mut impl RawSink,
     cancel: impl Future<Output = ()>,
 ) -> ClusterResult<RawOutcome> {
-    let tag = local_provider::random_hex(12);
+    let tag = paperclip_sandbox_sdk::kit::random_hex(12);
     let length = spec.stdin.as_ref().map_or_else(|| "-".to_owned(), |s| s.len.to_string());
     let mut argv = vec!["sh".to_owned(), "-c".to_owned(), WRAPPER.to_owned(), "sh".to_owned()];
     argv.extend([tag.clone(), spec.cwd.clone(), length]);

@@ -40,8 +40,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use paperclip_sandbox_sdk::kit::{self, transfer::Direction};
 use paperclip_sandbox_sdk::prelude::*;
-use paperclip_sandbox_sdk::protocol::envelope::SyncDiagnostic;
 use paperclip_sandbox_sdk::protocol::HostProfile;
 
 pub mod cluster;
@@ -181,14 +181,6 @@ impl exec::OutputSink for LogSink<'_> {
         };
         self.0.send_execute_log(stream, &text).await;
     }
-}
-
-fn sync_error(e: local_provider::LocalError) -> ProviderError {
-    if e.kind == local_provider::ErrorKind::InvalidParams {
-        return ProviderError::invalid_params(e.message);
-    }
-    let diagnostic: SyncDiagnostic = local_provider::worker::sync_diagnostic(&e);
-    ProviderError::sync(e.message, diagnostic)
 }
 
 fn diagnostic(severity: DiagnosticSeverity, code: &str, message: impl Into<String>) -> Diagnostic {
@@ -420,7 +412,7 @@ impl SandboxProvider for KubernetesProvider {
         params: SyncInParams<KubernetesConfig>,
         _cx: Context,
     ) -> HookResult<SyncResult> {
-        self.sync(sync::Direction::In, params).await
+        self.sync(Direction::In, params).await
     }
 
     async fn sync_out(
@@ -428,23 +420,20 @@ impl SandboxProvider for KubernetesProvider {
         params: SyncOutParams<KubernetesConfig>,
         _cx: Context,
     ) -> HookResult<SyncResult> {
-        self.sync(sync::Direction::Out, params).await
+        self.sync(Direction::Out, params).await
     }
 }
 
 impl KubernetesProvider {
     async fn sync(
         &self,
-        direction: sync::Direction,
+        direction: Direction,
         params: SyncParams<KubernetesConfig>,
     ) -> HookResult<SyncResult> {
         let (cluster, settings) = self.connect(&params.base.config).await?;
-        let timeout_ms = local_provider::sync::effective_timeout_ms(
-            &params,
-            self.profile(),
-            settings.sync_timeout_ms,
-        )
-        .map_err(|e| ProviderError::invalid_params(e.to_string()))?;
+        let timeout_ms =
+            kit::effective_sync_timeout_ms(&params, self.profile(), settings.sync_timeout_ms)
+                .map_err(|e| ProviderError::invalid_params(e.to_string()))?;
         let pod = self.pod_of(&cluster, &settings, &params.lease).await?;
         self.remember(&pod, &settings);
         let target = Target { cluster: &cluster, namespace: &settings.namespace, pod: &pod };
@@ -457,6 +446,6 @@ impl KubernetesProvider {
             Duration::from_millis(timeout_ms),
         )
         .await
-        .map_err(sync_error)
+        .map_err(kit::sync_error)
     }
 }

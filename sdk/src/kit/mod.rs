@@ -9,6 +9,10 @@
 //!   `minimumTimeoutMs` read only from hosts of the profile that sends it.
 //! * [`creation`]: creation attempts — the creation name, ownership labels, the bounded
 //!   create over a [`creation::CreationBackend`], the cleanup envelope, `destroy_failed_create`.
+//! * [`tar`]: tar streams packed from, and unpacked into, the host's files with the sync
+//!   rules (modes, excludes, symlinks, confinement of entries), through channels.
+//! * [`transfer`]: the order, confinement and deadline rules of a sync call
+//!   ([`transfer::run_operations`], [`transfer::confine_lexically`], post-upload commands).
 //! * [`random_hex`]: fresh names from the kernel's random source.
 //!
 //! Command output is [`crate::output`]; the call's deadline [`Deadline`](crate::Deadline); wire
@@ -17,6 +21,8 @@
 pub mod creation;
 mod error;
 mod glob;
+pub mod tar;
+pub mod transfer;
 
 pub use error::{ErrorKind, KitError, Result};
 pub use glob::{Excludes, Glob, MAX_PATTERNS, MAX_PATTERN_LEN};
