@@ -7,6 +7,9 @@
 //! * [`Excludes`]: the sync `exclude` patterns, applied as `tar --exclude` does.
 //! * [`effective_sync_timeout_ms`]: the transfer timeout of a sync call, with the host's
 //!   `minimumTimeoutMs` read only from hosts of the profile that sends it.
+//! * [`config`]: `deserialize_with` validators for a typed config (whole numbers in a range,
+//!   CPU counts, `uid:gid`, image references…) that answer with the expected form, never the
+//!   value.
 //! * [`creation`]: creation attempts — the creation name, ownership labels, the bounded
 //!   create over a [`creation::CreationBackend`], the cleanup envelope, `destroy_failed_create`.
 //! * [`tar`]: tar streams packed from, and unpacked into, the host's files with the sync
@@ -18,6 +21,7 @@
 //! Command output is [`crate::output`]; the call's deadline [`Deadline`](crate::Deadline); wire
 //! timestamps [`crate::protocol::wire_time`].
 
+pub mod config;
 pub mod creation;
 mod error;
 mod glob;
