@@ -7,6 +7,8 @@
 //! * [`Excludes`]: the sync `exclude` patterns, applied as `tar --exclude` does.
 //! * [`effective_sync_timeout_ms`]: the transfer timeout of a sync call, with the host's
 //!   `minimumTimeoutMs` read only from hosts of the profile that sends it.
+//! * [`acquire`]: the host's requested expiry ([`acquire::RequestedExpiry`]) and the
+//!   acquisition budget kept inside the call's deadline ([`acquire::acquire_budget`]).
 //! * [`config`]: `deserialize_with` validators for a typed config (whole numbers in a range,
 //!   CPU counts, `uid:gid`, image references…) that answer with the expected form, never the
 //!   value.
@@ -21,6 +23,7 @@
 //! Command output is [`crate::output`]; the call's deadline [`Deadline`](crate::Deadline); wire
 //! timestamps [`crate::protocol::wire_time`].
 
+pub mod acquire;
 pub mod config;
 pub mod creation;
 mod error;
