@@ -3,8 +3,9 @@
 //!
 //! * **No shell in between.** The command and its arguments reach the Pod as an argv; a small
 //!   `sh` wrapper in front of them records its process id, changes to the working directory,
-//!   sets the environment (`env -- NAME=value… argv`; exec has no env or cwd of its own) and
-//!   removes the record when the command ends.
+//!   sets the environment (`env -- NAME=value… /bin/sh -c 'exec "$@"' sh argv`; exec has no
+//!   env or cwd of its own, and the inner shell keeps a command named `a=b` from being read
+//!   as one more assignment) and removes the record when the command ends.
 //! * **stdin.** Before Kubernetes 1.29 (protocol `v5.channel.k8s.io`) the exec protocol cannot
 //!   close stdin alone: closing it closes the whole connection, output and exit status
 //!   included. So the provider sends the length first (an argument of the wrapper), writes the
@@ -48,7 +49,7 @@ const KILL_WITHIN: Duration = Duration::from_secs(10);
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(10);
 
 /// The wrapper: `$1` tag, `$2` working directory, `$3` stdin length (`-`: none), then
-/// `NAME=value…` and the argv.
+/// `NAME=value…`, [`EXEC_ARGS`] and the argv.
 const WRAPPER: &str = "d=/tmp/.paperclip-exec; t=$1; c=$2; n=$3; shift 3; \
     { [ -d \"$d\" ] || mkdir -p \"$d\"; } 2>/dev/null && echo $$ >\"$d/$t\" 2>/dev/null; \
     if cd -- \"$c\"; then \
@@ -322,6 +323,23 @@ pub async fn run(
     })
 }
 
+/// The argv of the exec that runs `spec` through the [`WRAPPER`] under `tag`.
+fn wrapper_argv(tag: &str, spec: &ExecSpec) -> Vec<String> {
+    let length = spec.stdin.as_ref().map_or_else(|| "-".to_owned(), |s| s.len.to_string());
+    let mut argv = vec!["sh".to_owned(), "-c".to_owned(), WRAPPER.to_owned(), "sh".to_owned()];
+    argv.extend([tag.to_owned(), spec.cwd.clone(), length]);
+    argv.extend(spec.env.iter().map(|(k, v)| format!("{k}={v}")));
+    // `env` reads every leading argument with a `=` as an assignment, the command's name
+    // included (`./a=b`): a shell that execs its arguments ends the assignments first.
+    argv.extend(EXEC_ARGS.iter().map(|s| (*s).to_owned()));
+    argv.extend(spec.argv.iter().cloned());
+    argv
+}
+
+/// What `env` runs after the assignments: a shell that execs its arguments (the command and
+/// its arguments, whatever their names), so none is read as an assignment.
+const EXEC_ARGS: [&str; 4] = ["/bin/sh", "-c", "exec \"$@\"", "sh"];
+
 /// Runs `spec` through the wrapper, handing raw output bytes to `sink`.
 pub async fn run_raw(
     target: Target<'_>,
@@ -331,11 +349,7 @@ pub async fn run_raw(
     cancel: impl Future<Output = ()>,
 ) -> ClusterResult<RawOutcome> {
     let tag = paperclip_sandbox_sdk::kit::random_hex(12);
-    let length = spec.stdin.as_ref().map_or_else(|| "-".to_owned(), |s| s.len.to_string());
-    let mut argv = vec!["sh".to_owned(), "-c".to_owned(), WRAPPER.to_owned(), "sh".to_owned()];
-    argv.extend([tag.clone(), spec.cwd.clone(), length]);
-    argv.extend(spec.env.iter().map(|(k, v)| format!("{k}={v}")));
-    argv.extend(spec.argv.iter().cloned());
+    let argv = wrapper_argv(&tag, &spec);
     let key = target.key();
     active.add(&key, &tag);
     let out = attach(target, argv, spec.stdin, sink, spec.timeout, Some(&tag), cancel).await;
@@ -533,6 +547,49 @@ mod tests {
         assert_eq!(c.push(b"abcd"), "ab");
         assert!(c.truncated);
         assert_eq!(c.push(b"ef"), "");
+    }
+
+    /// Runs the wrapper's argv with this machine's `sh` and `env` (what the Pod's busybox
+    /// does with it), `input` on stdin: stdout and the exit code.
+    fn run_wrapper_here(spec: &ExecSpec, input: &[u8]) -> (String, Option<i32>) {
+        use std::io::Write;
+        let tag = format!("unit-{}", paperclip_sandbox_sdk::kit::random_hex(6));
+        let argv = wrapper_argv(&tag, spec);
+        let mut child = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), out.status.code())
+    }
+
+    #[test]
+    fn a_command_whose_name_has_an_equals_sign_runs_with_its_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir_path = dir.path().to_str().unwrap().to_owned();
+        let program = format!("{dir_path}/say=hi");
+        std::fs::write(&program, "#!/bin/sh\necho \"ran $GREETING $1\"\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let spec = ExecSpec {
+            argv: vec![program, "a=b".to_owned()],
+            env: vec![("GREETING".to_owned(), "x=y z".to_owned())],
+            cwd: dir_path.clone(),
+            ..ExecSpec::default()
+        };
+        assert_eq!(run_wrapper_here(&spec, b""), ("ran x=y z a=b\n".to_owned(), Some(0)));
+        // A plain command, with stdin through the length prefix, still works.
+        let spec = ExecSpec {
+            argv: vec!["sh".to_owned(), "-c".to_owned(), "cat; echo \" $GREETING\"".to_owned()],
+            env: vec![("GREETING".to_owned(), "hello".to_owned())],
+            cwd: dir_path,
+            stdin: Some(Stdin::bytes(b"in".to_vec())),
+            ..ExecSpec::default()
+        };
+        assert_eq!(run_wrapper_here(&spec, b"input"), ("in hello\n".to_owned(), Some(0)));
     }
 
     #[test]
