@@ -11,8 +11,10 @@
 //!   included. So the provider sends the length first (an argument of the wrapper), writes the
 //!   bytes and keeps stdin open; the wrapper feeds the command through `head -c <length>`, so
 //!   the command reads end-of-file exactly after the bytes the host sent, on any server.
-//! * **Output** streams as it arrives and is kept whole up to [`OUTPUT_CAP_BYTES`] per stream
-//!   (beyond: `stdoutTruncated` / `stderrTruncated`; the stream keeps being drained).
+//! * **Output** goes through the SDK's [`OutputCollector`]: streamed as it arrives (decoded as
+//!   UTF-8 across chunk boundaries), kept for the result up to a bound on its encoded size so
+//!   the answer always fits the host's line limit (beyond: `stdoutTruncated` /
+//!   `stderrTruncated`; the stream keeps being drained).
 //! * **Exit code** comes from the status channel (`NonZeroExitCode` carries it).
 //! * **Timeout and cancellation really stop the command.** The runtime starts every exec as
 //!   the leader of a new session, so its process id is also its process group; the wrapper
@@ -33,11 +35,11 @@ use kube::api::AttachParams;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
+use paperclip_sandbox_sdk::output::{CollectedOutput, OutputCollector, OutputSink};
+use paperclip_sandbox_sdk::OutputStream;
+
 use crate::cluster::{Cluster, ClusterError, ClusterResult};
 use crate::spec::CONTAINER;
-
-/// Output kept per stream: 64 MiB.
-pub const OUTPUT_CAP_BYTES: usize = 64 * 1024 * 1024;
 
 /// How often the Pod of a running command is looked at.
 pub const WATCH_EVERY: Duration = Duration::from_secs(3);
@@ -68,20 +70,6 @@ pub enum Stream {
     Stdout,
     /// stderr.
     Stderr,
-}
-
-/// Where a running command's decoded output goes as it arrives.
-pub trait OutputSink: Send {
-    /// Takes one decoded chunk; awaiting it may wait for the host (backpressure).
-    fn chunk(&mut self, stream: Stream, text: String) -> impl Future<Output = ()> + Send;
-}
-
-/// An [`OutputSink`] that keeps nothing (the result still carries the output).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Discard;
-
-impl OutputSink for Discard {
-    async fn chunk(&mut self, _: Stream, _: String) {}
 }
 
 /// Where a command's raw output bytes go (sync reads a tar stream this way).
@@ -154,19 +142,13 @@ pub struct RawOutcome {
     pub cancelled: bool,
 }
 
-/// How a command ended, with its decoded output.
+/// How a command ended, with its output.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExecOutcome {
     /// Exit code, timeout, cancellation.
     pub raw: RawOutcome,
-    /// stdout (lossless UTF-8 decoding up to the cap).
-    pub stdout: String,
-    /// stderr.
-    pub stderr: String,
-    /// stdout went past [`OUTPUT_CAP_BYTES`].
-    pub stdout_truncated: bool,
-    /// stderr went past [`OUTPUT_CAP_BYTES`].
-    pub stderr_truncated: bool,
+    /// stdout and stderr, bounded (with the timeout and cancellation marked).
+    pub output: CollectedOutput,
 }
 
 /// The commands running in each Pod: what `cancelActiveWork` and shutdown kill.
@@ -207,66 +189,19 @@ impl ActiveExecs {
     }
 }
 
-/// Streaming UTF-8 decoding that never splits a character, with the per-stream cap.
-#[derive(Debug, Default)]
-struct Collected {
-    text: String,
-    pending: Vec<u8>,
-    bytes: usize,
-    truncated: bool,
-}
-
-impl Collected {
-    fn push(&mut self, chunk: &[u8]) -> String {
-        if self.truncated {
-            return String::new();
-        }
-        let room = OUTPUT_CAP_BYTES - self.bytes;
-        let take = if chunk.len() > room {
-            self.truncated = true;
-            &chunk[..room]
-        } else {
-            chunk
-        };
-        self.bytes += take.len();
-        self.pending.extend_from_slice(take);
-        let cut = match std::str::from_utf8(&self.pending) {
-            Ok(_) => self.pending.len(),
-            // An incomplete sequence at the end waits for the next chunk.
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => self.pending.len(),
-        };
-        let rest = self.pending.split_off(cut);
-        let text = String::from_utf8_lossy(&self.pending).into_owned();
-        self.pending = rest;
-        self.text.push_str(&text);
-        text
-    }
-
-    fn finish(&mut self) -> String {
-        let text = String::from_utf8_lossy(&self.pending).into_owned();
-        self.pending.clear();
-        self.text.push_str(&text);
-        text
-    }
-}
-
-/// Decodes, caps and forwards output to an [`OutputSink`].
-struct Decoding<S> {
+/// Hands raw output to an [`OutputCollector`] (which streams it to `sink`).
+struct Collecting<S> {
     sink: S,
-    stdout: Collected,
-    stderr: Collected,
+    collector: OutputCollector,
 }
 
-impl<S: OutputSink> RawSink for Decoding<S> {
+impl<S: OutputSink> RawSink for Collecting<S> {
     async fn bytes(&mut self, stream: Stream, data: &[u8]) {
-        let text = match stream {
-            Stream::Stdout => self.stdout.push(data),
-            Stream::Stderr => self.stderr.push(data),
+        let stream = match stream {
+            Stream::Stdout => OutputStream::Stdout,
+            Stream::Stderr => OutputStream::Stderr,
         };
-        if !text.is_empty() {
-            self.sink.chunk(stream, text).await;
-        }
+        self.collector.feed(&mut self.sink, stream, data).await;
     }
 }
 
@@ -302,25 +237,16 @@ pub async fn run(
     sink: impl OutputSink,
     cancel: impl Future<Output = ()>,
 ) -> ClusterResult<ExecOutcome> {
-    let mut decoding =
-        Decoding { sink, stdout: Collected::default(), stderr: Collected::default() };
-    let raw = run_raw(target, spec, active, &mut decoding, cancel).await?;
-    for stream in [Stream::Stdout, Stream::Stderr] {
-        let text = match stream {
-            Stream::Stdout => decoding.stdout.finish(),
-            Stream::Stderr => decoding.stderr.finish(),
-        };
-        if !text.is_empty() {
-            decoding.sink.chunk(stream, text).await;
-        }
+    let mut collecting = Collecting { sink, collector: OutputCollector::new() };
+    let raw = run_raw(target, spec, active, &mut collecting, cancel).await?;
+    if raw.timed_out {
+        collecting.collector.mark_timed_out();
     }
-    Ok(ExecOutcome {
-        raw,
-        stdout: std::mem::take(&mut decoding.stdout.text),
-        stderr: std::mem::take(&mut decoding.stderr.text),
-        stdout_truncated: decoding.stdout.truncated,
-        stderr_truncated: decoding.stderr.truncated,
-    })
+    if raw.cancelled {
+        collecting.collector.mark_cancelled();
+    }
+    let output = collecting.collector.finish(&mut collecting.sink).await;
+    Ok(ExecOutcome { raw, output })
 }
 
 /// The argv of the exec that runs `spec` through the [`WRAPPER`] under `tag`.
@@ -533,21 +459,6 @@ async fn kill(target: Target<'_>, tag: Option<&str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utf8_is_never_split_and_output_is_capped() {
-        let mut c = Collected::default();
-        let mut out = String::new();
-        for b in "aé€😀".as_bytes() {
-            out.push_str(&c.push(&[*b]));
-        }
-        out.push_str(&c.finish());
-        assert_eq!(out, "aé€😀");
-        let mut c = Collected { bytes: OUTPUT_CAP_BYTES - 2, ..Collected::default() };
-        assert_eq!(c.push(b"abcd"), "ab");
-        assert!(c.truncated);
-        assert_eq!(c.push(b"ef"), "");
-    }
 
     /// Runs the wrapper's argv with this machine's `sh` and `env` (what the Pod's busybox
     /// does with it), `input` on stdin: stdout and the exit code.

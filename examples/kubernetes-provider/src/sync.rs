@@ -268,9 +268,8 @@ async fn post_upload(
         stdin: None,
         timeout: Some(transfer::post_upload_timeout(c, deadline)),
     };
-    let out = exec::run(target, spec, active, exec::Discard, std::future::pending())
-        .await
-        .map_err(cluster_error)?;
+    let out =
+        exec::run(target, spec, active, (), std::future::pending()).await.map_err(cluster_error)?;
     transfer::post_upload_outcome(out.raw.timed_out, out.raw.exit_code)
 }
 

@@ -211,8 +211,11 @@ fn span(lo: u32, hi: u32) -> Vec<(char, char)> {
         .collect()
 }
 
+/// The inclusive character ranges of a class.
+type Ranges = Vec<(char, char)>;
+
 /// Parse `[...]` starting at `start` (the `[`): negated, the ranges, the index after `]`.
-fn parse_class(chars: &[char], start: usize) -> Option<(bool, Vec<(char, char)>, usize)> {
+fn parse_class(chars: &[char], start: usize) -> Option<(bool, Ranges, usize)> {
     let mut i = start + 1;
     let negated = matches!(chars.get(i), Some('!' | '^'));
     if negated {
