@@ -28,7 +28,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use paperclip_sandbox_protocol::methods::sync::{self as psync, SyncResult};
 use paperclip_sandbox_sdk::kit::tar::{self as tarball, Rules, Transfer};
-use paperclip_sandbox_sdk::kit::transfer::{self, confine_lexically, Direction, SyncBackend};
+use paperclip_sandbox_sdk::kit::transfer::{self, Direction, SyncBackend};
 use paperclip_sandbox_sdk::kit::{ErrorKind, KitError, Result};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -113,10 +113,7 @@ async fn sync_in_mapping(
     m: &psync::FileMapping,
 ) -> Result<Transfer> {
     let directory = matches!(m.kind, psync::MappingKind::Directory);
-    let target = confine_lexically(&settings.workspace, &m.target_path, "targetPath")?;
-    if !Path::new(&m.source_path).is_absolute() {
-        return Err(KitError::invalid("sourcePath must be an absolute path"));
-    }
+    let target = transfer::sync_in_target(&settings.workspace, m)?;
     let rules = rules(settings, m)?;
     let kind = if directory { "directory" } else { "file" };
     let real = resolve(engine, settings, container, PREPARE, &[&target, kind]).await?;
@@ -151,15 +148,7 @@ async fn sync_out_mapping(
     m: &psync::FileMapping,
 ) -> Result<Transfer> {
     let directory = matches!(m.kind, psync::MappingKind::Directory);
-    let source = confine_lexically(&settings.workspace, &m.source_path, "sourcePath")?;
-    if !Path::new(&m.target_path).is_absolute() {
-        return Err(KitError::invalid("targetPath must be an absolute path"));
-    }
-    if m.follow_symlinks() {
-        return Err(KitError::invalid(
-            "followSymlinks is not supported on syncOut from a container: links are returned as links",
-        ));
-    }
+    let source = transfer::sync_out_source(&settings.workspace, m)?;
     let rules = rules(settings, m)?;
     let real = resolve(engine, settings, container, RESOLVE, &[&source]).await?;
     let options = DownloadFromContainerOptionsBuilder::default().path(&real).build();

@@ -21,13 +21,13 @@
 //!   `minimumTimeoutMs` and `syncTimeoutMs`.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::Bytes;
 use paperclip_sandbox_protocol::methods::sync::{self as psync, SyncResult};
 use paperclip_sandbox_sdk::kit::tar::{self as tarball, Rules, Transfer};
-use paperclip_sandbox_sdk::kit::transfer::{self, confine_lexically, Direction, SyncBackend};
+use paperclip_sandbox_sdk::kit::transfer::{self, Direction, SyncBackend};
 use paperclip_sandbox_sdk::kit::{random_hex, ErrorKind, KitError, Result};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -120,10 +120,7 @@ async fn sync_in_mapping(
     m: &psync::FileMapping,
 ) -> Result<Transfer> {
     let directory = matches!(m.kind, psync::MappingKind::Directory);
-    let dest = confine_lexically(&settings.workspace, &m.target_path, "targetPath")?;
-    if !Path::new(&m.source_path).is_absolute() {
-        return Err(KitError::invalid("sourcePath must be an absolute path"));
-    }
+    let dest = transfer::sync_in_target(&settings.workspace, m)?;
     let rules = rules(settings, m)?;
     let name = dest.rsplit('/').next().unwrap_or_default().to_owned();
     let tmp = TempFile(
@@ -208,15 +205,7 @@ async fn sync_out_mapping(
     m: &psync::FileMapping,
 ) -> Result<Transfer> {
     let directory = matches!(m.kind, psync::MappingKind::Directory);
-    let source = confine_lexically(&settings.workspace, &m.source_path, "sourcePath")?;
-    if !Path::new(&m.target_path).is_absolute() {
-        return Err(KitError::invalid("targetPath must be an absolute path"));
-    }
-    if m.follow_symlinks() {
-        return Err(KitError::invalid(
-            "followSymlinks is not supported on syncOut from a Pod: links are returned as links",
-        ));
-    }
+    let source = transfer::sync_out_source(&settings.workspace, m)?;
     let mut feed = Feed {
         target: PathBuf::from(&m.target_path),
         directory,

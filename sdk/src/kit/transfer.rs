@@ -56,6 +56,32 @@ pub fn confine_lexically(root: &str, path: &str, what: &str) -> Result<String> {
     Ok(path.to_owned())
 }
 
+/// A syncIn mapping checked before anything moves: its lease-side `targetPath` confined
+/// below `workspace` ([`confine_lexically`], returned), its host-side `sourcePath` absolute.
+pub fn sync_in_target(workspace: &str, m: &FileMapping) -> Result<String> {
+    let target = confine_lexically(workspace, &m.target_path, "targetPath")?;
+    if !Path::new(&m.source_path).is_absolute() {
+        return Err(KitError::invalid("sourcePath must be an absolute path"));
+    }
+    Ok(target)
+}
+
+/// A syncOut mapping from a lease that returns symlinks as links, checked before anything
+/// moves: its lease-side `sourcePath` confined below `workspace` (returned), its host-side
+/// `targetPath` absolute, and `followSymlinks` refused.
+pub fn sync_out_source(workspace: &str, m: &FileMapping) -> Result<String> {
+    let source = confine_lexically(workspace, &m.source_path, "sourcePath")?;
+    if !Path::new(&m.target_path).is_absolute() {
+        return Err(KitError::invalid("targetPath must be an absolute path"));
+    }
+    if m.follow_symlinks() {
+        return Err(KitError::invalid(
+            "followSymlinks is not supported on syncOut from this lease: links are returned as links",
+        ));
+    }
+    Ok(source)
+}
+
 /// The working directory of a post-upload command: its `cwd` when that is the workspace or
 /// confined below it ([`confine_lexically`]), else the workspace.
 pub fn post_upload_cwd(workspace: &str, command: &PostUploadCommand) -> Result<String> {
@@ -188,6 +214,33 @@ mod tests {
             assert_eq!(e.kind, ErrorKind::Confinement, "{bad}");
             assert_eq!(e.message, "p must be an absolute path strictly inside the workspace");
         }
+    }
+
+    #[test]
+    fn mappings_are_checked_on_both_sides() {
+        let m = |src: &str, dst: &str| FileMapping::new(src, dst, MappingKind::File);
+        assert_eq!(sync_in_target("/w", &m("/host/a", "/w/a")).unwrap(), "/w/a");
+        assert_eq!(
+            sync_in_target("/w", &m("/host/a", "/etc/a")).unwrap_err().kind,
+            ErrorKind::Confinement
+        );
+        assert_eq!(
+            sync_in_target("/w", &m("host/a", "/w/a")).unwrap_err().kind,
+            ErrorKind::InvalidParams
+        );
+        assert_eq!(sync_out_source("/w", &m("/w/a", "/host/a")).unwrap(), "/w/a");
+        assert_eq!(
+            sync_out_source("/w", &m("/w/../a", "/host/a")).unwrap_err().kind,
+            ErrorKind::Confinement
+        );
+        assert_eq!(
+            sync_out_source("/w", &m("/w/a", "host")).unwrap_err().kind,
+            ErrorKind::InvalidParams
+        );
+        let mut follow = m("/w/a", "/host/a");
+        follow.follow_symlinks = Some(true);
+        let e = sync_out_source("/w", &follow).unwrap_err();
+        assert!(e.message.starts_with("followSymlinks is not supported"), "{}", e.message);
     }
 
     #[test]
