@@ -169,3 +169,23 @@ async fn output_floods_fit_the_hosts_line_limit() {
     w.destroy(&id).await;
     w.shutdown().await;
 }
+
+/// A command whose name contains `=` runs as a command in the Pod, with its environment (the
+/// exec wrapper's `env` once read it as one more assignment and printed the environment).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_named_with_an_equals_sign_runs() {
+    let Some(t) = target() else { return };
+    let mut w = Wire::start(&t, "company-equals").await;
+    let id = w.acquire().await;
+    let script = "printf '#!/bin/sh\\necho ran $GREETING $1\\n' > say=hi && chmod +x say=hi";
+    let (_, made) = w.sh(&id, script, json!({})).await;
+    assert_eq!(made["exitCode"], json!(0), "{made}");
+    let p = w.params(json!({
+        "lease": {"providerLeaseId": &id}, "command": "./say=hi", "args": ["a=b"],
+        "env": {"GREETING": "x=y"}
+    }));
+    let ran = w.ok("environmentExecute", p).await;
+    assert_eq!((&ran["exitCode"], &ran["stdout"]), (&json!(0), &json!("ran x=y a=b\n")), "{ran}");
+    w.destroy(&id).await;
+    w.shutdown().await;
+}
