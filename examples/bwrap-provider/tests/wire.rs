@@ -153,3 +153,20 @@ fn manifest_flag_prints_the_bwrap_driver_per_profile() {
         assert_eq!(bad.status.code(), Some(2), "{args:?}");
     }
 }
+
+/// 64 MiB of `\x01` and 300,000 `€` in 4,093-byte writes: every line within the host's line
+/// limit, the cut output flagged, no U+FFFD where nothing was cut, `health` answered after.
+#[tokio::test]
+async fn output_floods_fit_the_hosts_line_limit() {
+    let mut w = Wire::start(&[], json!({})).await;
+    let (id, dir) = w.acquire().await;
+    let base = w.params(json!({"lease": {"providerLeaseId": &id}, "command": "sh"}));
+    let params = |script: &str| {
+        let mut p = base.clone();
+        p["args"] = json!(["-c", script]);
+        p
+    };
+    paperclip_sandbox_sdk::testing::flood::assert_output_floods_fit(&mut w.worker, params).await;
+    w.release_and_destroy(&id, &dir).await;
+    w.shutdown().await;
+}

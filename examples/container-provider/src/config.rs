@@ -25,8 +25,8 @@
 
 use std::time::Duration;
 
+use paperclip_sandbox_sdk::kit::config::{checked, is_absolute_dir, user_ids};
 use paperclip_sandbox_sdk::schemars::{self, JsonSchema};
-use serde::de::Unexpected;
 use serde::{Deserialize, Deserializer};
 
 /// The image used when neither the config nor the environment names one: the base image
@@ -73,7 +73,11 @@ pub struct ContainerConfig {
         title = "Image",
         description = "Image of the lease containers; it must provide sh, tar and node on PATH and a non-root user (default: $PAPERCLIP_CONTAINER_IMAGE, else paperclip-sandbox-base:latest)."
     )]
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "image")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::image"
+    )]
     pub image: Option<String>,
     /// Engine address.
     #[schemars(
@@ -84,7 +88,11 @@ pub struct ContainerConfig {
     pub docker_host: Option<String>,
     /// `uid:gid` of the lease's commands.
     #[schemars(regex(pattern = r"^[1-9][0-9]*:[0-9]+$"))]
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "user")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::user"
+    )]
     pub user: Option<String>,
     /// Workspace directory inside the container.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "directory")]
@@ -97,19 +105,23 @@ pub struct ContainerConfig {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "whole::<_, 64, 1_048_576>"
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::whole::<_, 64, 1_048_576>"
     )]
     pub memory_mb: Option<u64>,
     /// CPU limit.
     #[schemars(range(min = 0.01, max = 1024.0))]
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "cpus")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::cpus"
+    )]
     pub cpus: Option<f64>,
     /// Process limit.
     #[schemars(range(min = 16, max = 1_000_000))]
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "whole::<_, 16, 1_000_000>"
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::whole::<_, 16, 1_000_000>"
     )]
     pub pids_limit: Option<u64>,
     /// Size of the `/tmp` tmpfs in MiB.
@@ -117,7 +129,7 @@ pub struct ContainerConfig {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "whole::<_, 1, 1_048_576>"
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::whole::<_, 1, 1_048_576>"
     )]
     pub tmp_size_mb: Option<u64>,
     /// `none`, or an engine network name (never `host`).
@@ -128,7 +140,7 @@ pub struct ContainerConfig {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "whole::<_, 1000, 86_400_000>"
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::whole::<_, 1000, 86_400_000>"
     )]
     pub acquire_timeout_ms: Option<u64>,
     /// Transfer timeout of a sync call in milliseconds.
@@ -136,7 +148,7 @@ pub struct ContainerConfig {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "whole::<_, 1, 2_147_483_647>"
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::whole::<_, 1, 2_147_483_647>"
     )]
     pub sync_timeout_ms: Option<u64>,
 }
@@ -184,21 +196,6 @@ impl Settings {
     }
 }
 
-fn is_absolute_dir(v: &str) -> bool {
-    v.starts_with('/')
-        && v.len() > 1
-        && v.split('/').all(|c| c != ".." && c != ".")
-        && !v.contains("//")
-        && !v.ends_with('/')
-        && !v.contains(['\0', ':', ','])
-}
-
-fn is_image_ref(v: &str) -> bool {
-    !v.is_empty()
-        && v.len() <= 255
-        && v.chars().all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c))
-}
-
 fn is_engine_address(v: &str) -> bool {
     ["unix:///", "tcp://", "http://"].iter().any(|p| v.starts_with(p) && v.len() > p.len())
 }
@@ -210,39 +207,8 @@ fn is_network(v: &str) -> bool {
         && v.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
 }
 
-fn is_user(v: &str) -> bool {
-    v.split_once(':')
-        .is_some_and(|(u, g)| u.parse::<u32>().is_ok_and(|u| u != 0) && g.parse::<u32>().is_ok())
-}
-
-/// Fails with `expected` (the form the key must have); the SDK keeps only that part of the
-/// message, never the value.
-fn refuse<E: serde::de::Error>(expected: &str) -> E {
-    E::invalid_value(Unexpected::Other("a value"), &expected)
-}
-
-/// A string key of the form `ok` accepts (absent or `null`: `None`).
-fn checked<'de, D: Deserializer<'de>>(
-    d: D,
-    ok: fn(&str) -> bool,
-    expected: &str,
-) -> Result<Option<String>, D::Error> {
-    match Option::<String>::deserialize(d).map_err(|_| refuse::<D::Error>(expected))? {
-        Some(v) if !ok(&v) => Err(refuse(expected)),
-        v => Ok(v),
-    }
-}
-
-fn image<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    checked(d, is_image_ref, "an image reference")
-}
-
 fn engine_address<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     checked(d, is_engine_address, "a unix:///, tcp:// or http:// address")
-}
-
-fn user<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    checked(d, is_user, "uid:gid with a uid other than 0")
 }
 
 fn directory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -253,45 +219,11 @@ fn network<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> 
     checked(d, is_network, "none or an engine network name other than host")
 }
 
-/// A whole number from `MIN` to `MAX` (absent or `null`: `None`). A whole-valued float
-/// (`1024.0`) counts, as JSON Schema's `integer` says.
-fn whole<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(
-    d: D,
-) -> Result<Option<u64>, D::Error> {
-    let as_whole = |n: &serde_json::Number| {
-        n.as_u64().or_else(|| {
-            n.as_f64()
-                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX as f64)
-                .map(|f| f as u64)
-        })
-    };
-    match Option::<serde_json::Number>::deserialize(d) {
-        Ok(None) => Ok(None),
-        Ok(Some(n)) => match as_whole(&n) {
-            Some(n) if (MIN..=MAX).contains(&n) => Ok(Some(n)),
-            _ => Err(refuse(&format!("a whole number from {MIN} to {MAX}"))),
-        },
-        Err(_) => Err(refuse(&format!("a whole number from {MIN} to {MAX}"))),
-    }
-}
-
-fn cpus<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    match Option::<f64>::deserialize(d) {
-        Ok(n) if n.is_none_or(|n| (0.01..=1024.0).contains(&n)) => Ok(n),
-        _ => Err(refuse("a number from 0.01 to 1024")),
-    }
-}
-
 impl Settings {
     /// The settings of `config`: every default applied (see the module docs).
     pub fn new(config: &ContainerConfig) -> Settings {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let (uid, gid) = config
-            .user
-            .as_deref()
-            .and_then(|u| u.split_once(':'))
-            .and_then(|(u, g)| Some((u.parse().ok()?, g.parse().ok()?)))
-            .unwrap_or((1000, 1000));
+        let (uid, gid) = user_ids(config.user.as_deref(), (1000, 1000));
         let c = config.clone();
         Settings {
             image: c.image.or_else(|| env(IMAGE_ENV)).unwrap_or_else(|| DEFAULT_IMAGE.to_owned()),

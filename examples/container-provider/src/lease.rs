@@ -27,12 +27,12 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bollard::models::{
     ContainerCreateBody, ContainerInspectResponse, HostConfig, Mount, MountType,
 };
 use paperclip_sandbox_sdk::async_trait;
+use paperclip_sandbox_sdk::kit::acquire::{acquire_budget, RequestedExpiry};
 use paperclip_sandbox_sdk::kit::creation::{
     create_bounded, destroy_failed_create, failed_create_cleanup, CreationAttempt, CreationBackend,
     CreationPlan, Progress,
@@ -41,7 +41,7 @@ use paperclip_sandbox_sdk::prelude::{
     AcquireLeaseParams, CreationOperation, JsonObject, Lease, ReleaseLeaseParams,
     ResourceDisposition, ResumeLeaseParams, TerminationReceipt,
 };
-use paperclip_sandbox_sdk::protocol::wire_time::{format_rfc3339_ms, now_ms, parse_rfc3339_ms};
+use paperclip_sandbox_sdk::protocol::wire_time::{now_ms, parse_rfc3339_ms};
 use paperclip_sandbox_sdk::ProviderError;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -167,26 +167,8 @@ pub async fn acquire(
             "creationOperation.id must consist of letters, digits, '_', '.' and '-'",
         ));
     }
-    let expires_ms = match params.requested_expires_at.as_deref() {
-        None => None,
-        Some(s) => match parse_rfc3339_ms(s) {
-            None => {
-                return Err(ProviderError::invalid_params(
-                    "requestedExpiresAt must be an RFC 3339 timestamp",
-                ))
-            }
-            Some(ms) if ms <= now_ms() => {
-                return Err(ProviderError::invalid_params("requestedExpiresAt is in the past"))
-            }
-            Some(ms) => Some(ms),
-        },
-    };
-    // The budget: the configured one, inside the call's own deadline (less a margin to answer).
-    let mut budget = settings.acquire_timeout;
-    if let Some(d) = call_deadline {
-        let left = d.saturating_duration_since(started).saturating_sub(Duration::from_millis(500));
-        budget = budget.min(left.max(Duration::from_millis(100)));
-    }
+    let expiry = RequestedExpiry::parse(params.requested_expires_at.as_deref())?;
+    let budget = acquire_budget(settings.acquire_timeout, call_deadline, started);
 
     if !engine
         .image_present(&settings.image)
@@ -199,10 +181,10 @@ pub async fn acquire(
         ));
     }
     let mut labels: HashMap<String, String> = attempt.labels().into_iter().collect();
-    let sleep_arg = match expires_ms {
-        Some(ms) => {
-            labels.insert(LABEL_EXPIRES_AT.to_owned(), format_rfc3339_ms(ms));
-            (((ms - now_ms()).max(1000) + 999) / 1000).to_string()
+    let sleep_arg = match expiry {
+        Some(x) => {
+            labels.insert(LABEL_EXPIRES_AT.to_owned(), x.to_rfc3339());
+            x.seconds_left().to_string()
         }
         None => "infinity".to_owned(),
     };
@@ -220,8 +202,8 @@ pub async fn acquire(
         &attempt.creation_name,
         attempt.reusable,
     ));
-    if let Some(ms) = expires_ms {
-        lease = lease.with_expires_at(format_rfc3339_ms(ms));
+    if let Some(x) = expiry {
+        lease = lease.with_expires_at(x.to_rfc3339());
     }
     Ok(lease)
 }

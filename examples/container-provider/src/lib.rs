@@ -9,7 +9,6 @@
 //! | [`lease`] | acquire / resume / release / stop / destroy / orphan sweep |
 //! | [`exec`] | one command: stdin, streamed output, timeouts that kill the process group |
 //! | [`sync`] | native syncIn / syncOut through the archive API |
-//! | [`tarball`] | the host side of sync: streamed tar packing and confined unpacking |
 //!
 //! # Isolation
 //!
@@ -37,11 +36,11 @@ pub mod engine;
 pub mod exec;
 pub mod lease;
 pub mod sync;
-pub mod tarball;
 
 use config::{ContainerConfig, Settings};
 use engine::{Engine, Engines};
 use exec::{ActiveExecs, ExecSpec};
+use paperclip_sandbox_sdk::kit::transfer::Direction;
 
 /// The provider: engine connections and the table of running commands.
 ///
@@ -343,7 +342,7 @@ impl SandboxProvider for ContainerProvider {
         params: SyncInParams<ContainerConfig>,
         cx: Context,
     ) -> HookResult<SyncResult> {
-        self.sync(sync::Direction::In, params, &cx).await
+        self.sync(Direction::In, params, &cx).await
     }
 
     async fn sync_out(
@@ -351,14 +350,14 @@ impl SandboxProvider for ContainerProvider {
         params: SyncOutParams<ContainerConfig>,
         cx: Context,
     ) -> HookResult<SyncResult> {
-        self.sync(sync::Direction::Out, params, &cx).await
+        self.sync(Direction::Out, params, &cx).await
     }
 }
 
 impl ContainerProvider {
     async fn sync(
         &self,
-        direction: sync::Direction,
+        direction: Direction,
         params: SyncParams<ContainerConfig>,
         cx: &Context,
     ) -> HookResult<SyncResult> {

@@ -4,20 +4,21 @@
 //!   without `.` or `..`, and strictly below the workspace; before a transfer, the path is
 //!   resolved inside the container (`realpath -m`), so a symlink planted in the workspace
 //!   cannot redirect it elsewhere. Host-side paths must be absolute.
-//! * **syncIn** packs the host files as a tar stream ([`crate::tarball::pack`]) straight into
+//! * **syncIn** packs the host files as a tar stream ([`paperclip_sandbox_sdk::kit::tar::pack`]) straight into
 //!   `PUT /containers/{id}/archive` of the target's parent directory. A directory target is
 //!   removed first (destroy-then-replace); entries are owned by the lease user.
 //! * **syncOut** streams `GET /containers/{id}/archive` straight into
-//!   [`crate::tarball::unpack`].
-//! * **Order, post-upload commands, deadline.** Operations, mappings and commands apply in
-//!   array order and the first failure fails the call, naming the operation. Post-upload
-//!   commands (syncIn only) run as `sh -c <command>` in their `cwd` (confined like targets;
-//!   default the workspace), bounded by their `timeoutMs`; a non-zero exit fails the call. The
-//!   whole call is bounded by the larger of `minimumTimeoutMs` and `syncTimeoutMs`; on expiry
-//!   the transfer is dropped, a running command is killed, and the call fails as a timeout.
+//!   [`paperclip_sandbox_sdk::kit::tar::unpack`].
+//! * **Order, post-upload commands, deadline** are the kit's ([`paperclip_sandbox_sdk::kit::transfer`]): operations,
+//!   mappings and commands apply in array order and the first failure fails the call, naming
+//!   the operation. Post-upload commands (syncIn only) run as `sh -c <command>` in their `cwd`
+//!   (confined like targets; default the workspace), bounded by their `timeoutMs`; a non-zero
+//!   exit fails the call. The whole call is bounded by the larger of `minimumTimeoutMs` and
+//!   `syncTimeoutMs`; on expiry the transfer is dropped, a running command is killed, and the
+//!   call fails as a timeout.
 
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bollard::query_parameters::{
@@ -25,8 +26,9 @@ use bollard::query_parameters::{
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
-use paperclip_sandbox_protocol::methods::sync::{self as psync, SyncOperationResult, SyncResult};
-use paperclip_sandbox_sdk::kit::Excludes;
+use paperclip_sandbox_protocol::methods::sync::{self as psync, SyncResult};
+use paperclip_sandbox_sdk::kit::tar::{self as tarball, Rules, Transfer};
+use paperclip_sandbox_sdk::kit::transfer::{self, Direction, SyncBackend};
 use paperclip_sandbox_sdk::kit::{ErrorKind, KitError, Result};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -35,16 +37,6 @@ use crate::config::Settings;
 use crate::engine::{Engine, EngineError};
 use crate::exec::{self, ActiveExecs, ExecSpec};
 use crate::lease::base_env;
-use crate::tarball::{self, Rules, Transfer};
-
-/// The direction of a sync call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    /// Host → lease.
-    In,
-    /// Lease → host.
-    Out,
-}
 
 /// Resolves a path inside the container and checks it stays below the workspace: `$1` the
 /// workspace, `$2` the path; prints the resolved path.
@@ -68,24 +60,6 @@ fn engine_error(e: EngineError) -> KitError {
 
 fn libc_eio() -> i32 {
     5 // EIO: the engine connection failed.
-}
-
-/// Lexical confinement: absolute, normalized, strictly below `root`.
-pub fn confine_lexically(root: &str, path: &str, what: &str) -> Result<String> {
-    let p = Path::new(path);
-    let ok = p.is_absolute()
-        && path.split('/').skip(1).all(|c| !c.is_empty() && c != "." && c != "..")
-        && p.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
-        && !path.ends_with('/')
-        && p.starts_with(root)
-        && p != Path::new(root);
-    if !ok {
-        return Err(KitError::new(
-            ErrorKind::Confinement,
-            format!("{what} must be an absolute path strictly inside the workspace"),
-        ));
-    }
-    Ok(path.to_owned())
 }
 
 async fn resolve(
@@ -122,13 +96,7 @@ async fn resolve(
 }
 
 fn rules(settings: &Settings, m: &psync::FileMapping) -> Result<Rules> {
-    Ok(Rules {
-        mode: m.mode,
-        excludes: Excludes::new(m.exclude.as_deref().unwrap_or_default())?,
-        follow_symlinks: m.follow_symlinks(),
-        uid: u64::from(settings.uid),
-        gid: u64::from(settings.gid),
-    })
+    Rules::for_mapping(m, settings.uid, settings.gid)
 }
 
 fn split(path: &str) -> (String, String) {
@@ -145,10 +113,7 @@ async fn sync_in_mapping(
     m: &psync::FileMapping,
 ) -> Result<Transfer> {
     let directory = matches!(m.kind, psync::MappingKind::Directory);
-    let target = confine_lexically(&settings.workspace, &m.target_path, "targetPath")?;
-    if !Path::new(&m.source_path).is_absolute() {
-        return Err(KitError::invalid("sourcePath must be an absolute path"));
-    }
+    let target = transfer::sync_in_target(&settings.workspace, m)?;
     let rules = rules(settings, m)?;
     let kind = if directory { "directory" } else { "file" };
     let real = resolve(engine, settings, container, PREPARE, &[&target, kind]).await?;
@@ -183,15 +148,7 @@ async fn sync_out_mapping(
     m: &psync::FileMapping,
 ) -> Result<Transfer> {
     let directory = matches!(m.kind, psync::MappingKind::Directory);
-    let source = confine_lexically(&settings.workspace, &m.source_path, "sourcePath")?;
-    if !Path::new(&m.target_path).is_absolute() {
-        return Err(KitError::invalid("targetPath must be an absolute path"));
-    }
-    if m.follow_symlinks() {
-        return Err(KitError::invalid(
-            "followSymlinks is not supported on syncOut from a container: links are returned as links",
-        ));
-    }
+    let source = transfer::sync_out_source(&settings.workspace, m)?;
     let rules = rules(settings, m)?;
     let real = resolve(engine, settings, container, RESOLVE, &[&source]).await?;
     let options = DownloadFromContainerOptionsBuilder::default().path(&real).build();
@@ -241,40 +198,38 @@ async fn post_upload(
     c: &psync::PostUploadCommand,
     deadline: Instant,
 ) -> Result<()> {
-    let cwd = match &c.cwd {
-        None => settings.workspace.clone(),
-        Some(cwd) if cwd == &settings.workspace => cwd.clone(),
-        Some(cwd) => confine_lexically(&settings.workspace, cwd, "postUploadCommands[].cwd")?,
-    };
-    let left = deadline.saturating_duration_since(Instant::now());
-    let timeout =
-        c.timeout_ms.filter(|&t| t > 0).map(Duration::from_millis).map_or(left, |t| t.min(left));
     let spec = ExecSpec {
         argv: vec!["sh".to_owned(), "-c".to_owned(), c.command.clone()],
         env: base_env(settings),
-        cwd: Some(cwd),
+        cwd: Some(transfer::post_upload_cwd(&settings.workspace, c)?),
         user: settings.user(),
         stdin: None,
-        timeout: Some(timeout),
+        timeout: Some(transfer::post_upload_timeout(c, deadline)),
     };
     let out = exec::run(engine, container, spec, active, &mut (), std::future::pending())
         .await
         .map_err(engine_error)?;
-    if out.output.timed_out {
-        return Err(KitError::new(ErrorKind::Timeout, "a post-upload command timed out"));
+    transfer::post_upload_outcome(out.output.timed_out, out.exit_code)
+}
+
+/// One lease container as a [`SyncBackend`].
+struct Lease<'a> {
+    engine: &'a Engine,
+    settings: &'a Settings,
+    container: &'a str,
+    active: &'a ActiveExecs,
+}
+
+impl SyncBackend for Lease<'_> {
+    async fn mapping(&self, direction: Direction, m: &psync::FileMapping) -> Result<Transfer> {
+        match direction {
+            Direction::In => sync_in_mapping(self.engine, self.settings, self.container, m).await,
+            Direction::Out => sync_out_mapping(self.engine, self.settings, self.container, m).await,
+        }
     }
-    match out.exit_code {
-        Some(0) => Ok(()),
-        code => Err(KitError {
-            exit_code: code.and_then(|c| i32::try_from(c).ok()),
-            ..KitError::new(
-                ErrorKind::CommandFailed,
-                format!(
-                    "a post-upload command exited with {}",
-                    code.map_or("no code".to_owned(), |c| c.to_string())
-                ),
-            )
-        }),
+
+    async fn post_upload(&self, c: &psync::PostUploadCommand, deadline: Instant) -> Result<()> {
+        post_upload(self.engine, self.settings, self.container, self.active, c, deadline).await
     }
 }
 
@@ -288,67 +243,6 @@ pub async fn sync(
     operations: &[psync::SyncOperation],
     timeout: Duration,
 ) -> Result<SyncResult> {
-    let deadline = Instant::now() + timeout;
-    let work = async {
-        let mut results = Vec::with_capacity(operations.len());
-        for op in operations {
-            if direction == Direction::Out && !op.post_upload_commands().is_empty() {
-                return Err(KitError::invalid(
-                    "a syncOut operation cannot carry postUploadCommands",
-                ));
-            }
-            let mut total = Transfer::default();
-            for (i, m) in op.files.iter().enumerate() {
-                let t = match direction {
-                    Direction::In => sync_in_mapping(engine, settings, container, m).await,
-                    Direction::Out => sync_out_mapping(engine, settings, container, m).await,
-                }
-                .map_err(|e| e.context(format!("operation {} mapping {i}", op.operation_id)))?;
-                total.files += t.files;
-                total.bytes += t.bytes;
-            }
-            for (i, c) in op.post_upload_commands().iter().enumerate() {
-                post_upload(engine, settings, container, active, c, deadline).await.map_err(
-                    |e| e.context(format!("operation {} postUploadCommands[{i}]", op.operation_id)),
-                )?;
-            }
-            results.push(SyncOperationResult::new(
-                op.operation_id.clone(),
-                total.files,
-                total.bytes,
-            ));
-        }
-        Ok(SyncResult::new(results))
-    };
-    // A post-upload command is bounded by the deadline itself and killed there; the grace
-    // lets it report that before the transfer as a whole is dropped.
-    match tokio::time::timeout_at(deadline + Duration::from_secs(2), work).await {
-        Ok(r) => r,
-        Err(_) => Err(KitError::new(
-            ErrorKind::Timeout,
-            format!("the sync did not finish within {} ms", timeout.as_millis()),
-        )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lease_paths_are_confined_lexically() {
-        assert!(confine_lexically("/workspace", "/workspace/a/b", "p").is_ok());
-        for bad in [
-            "/workspace",
-            "/workspace/../etc",
-            "/etc/passwd",
-            "workspace/a",
-            "/workspace/./a",
-            "/workspacex/a",
-            "/workspace/a/",
-        ] {
-            let e = confine_lexically("/workspace", bad, "p").unwrap_err();
-            assert_eq!(e.kind, ErrorKind::Confinement, "{bad}");
-        }
-    }
+    let lease = Lease { engine, settings, container, active };
+    transfer::run_operations(&lease, direction, operations, timeout).await
 }

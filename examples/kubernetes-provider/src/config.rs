@@ -25,8 +25,8 @@
 
 use std::time::Duration;
 
+use paperclip_sandbox_sdk::kit::config::{checked, is_absolute_dir, refuse, user_ids};
 use paperclip_sandbox_sdk::schemars::{self, JsonSchema};
-use serde::de::Unexpected;
 use serde::{Deserialize, Deserializer};
 
 /// The image used when neither the config nor the environment names one: the sandbox image
@@ -81,14 +81,22 @@ pub struct KubernetesConfig {
         title = "Image",
         description = "Image of the lease Pods; it must provide sh, tar, head and a non-root user (default: $PAPERCLIP_KUBERNETES_IMAGE, else localhost/paperclip-sandbox-busybox:latest)."
     )]
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "image")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::image"
+    )]
     pub image: Option<String>,
     /// `Always`, `IfNotPresent` or `Never`.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "pull_policy")]
     pub image_pull_policy: Option<String>,
     /// `uid:gid` of the lease's processes.
     #[schemars(regex(pattern = r"^[1-9][0-9]*:[0-9]+$"))]
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "user")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::user"
+    )]
     pub user: Option<String>,
     /// Workspace directory inside the Pod.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "directory")]
@@ -101,19 +109,23 @@ pub struct KubernetesConfig {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "whole::<_, 16, 1_048_576>"
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::whole::<_, 16, 1_048_576>"
     )]
     pub memory_mb: Option<u64>,
     /// CPU request and limit.
     #[schemars(range(min = 0.01, max = 1024.0))]
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "cpus")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::cpus"
+    )]
     pub cpus: Option<f64>,
     /// Size limit of the `/tmp` volume in MiB.
     #[schemars(range(min = 1, max = 1_048_576))]
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "whole::<_, 1, 1_048_576>"
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::whole::<_, 1, 1_048_576>"
     )]
     pub tmp_size_mb: Option<u64>,
     /// The Pod's `activeDeadlineSeconds`.
@@ -121,18 +133,22 @@ pub struct KubernetesConfig {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "whole::<_, 10, 31_536_000>"
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::whole::<_, 10, 31_536_000>"
     )]
     pub active_deadline_seconds: Option<u64>,
     /// Mount the image read-only.
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "flag")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::flag"
+    )]
     pub read_only_root_filesystem: Option<bool>,
     /// Budget of one fresh acquisition in milliseconds.
     #[schemars(range(min = 1000, max = 86_400_000))]
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "whole::<_, 1000, 86_400_000>"
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::whole::<_, 1000, 86_400_000>"
     )]
     pub acquire_timeout_ms: Option<u64>,
     /// Transfer timeout of a sync call in milliseconds.
@@ -140,7 +156,7 @@ pub struct KubernetesConfig {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "whole::<_, 1, 2_147_483_647>"
+        deserialize_with = "paperclip_sandbox_sdk::kit::config::whole::<_, 1, 2_147_483_647>"
     )]
     pub sync_timeout_ms: Option<u64>,
 }
@@ -186,12 +202,7 @@ impl Settings {
     /// The settings of `config`: every default applied (see the module docs).
     pub fn new(config: &KubernetesConfig) -> Settings {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let (uid, gid) = config
-            .user
-            .as_deref()
-            .and_then(|u| u.split_once(':'))
-            .and_then(|(u, g)| Some((u.parse().ok()?, g.parse().ok()?)))
-            .unwrap_or((1000, 1000));
+        let (uid, gid) = user_ids(config.user.as_deref(), (1000, 1000));
         let c = config.clone();
         Settings {
             kubeconfig: c.kubeconfig,
@@ -231,46 +242,8 @@ pub fn is_dns_label(v: &str) -> bool {
         && !v.ends_with('-')
 }
 
-fn is_absolute_dir(v: &str) -> bool {
-    v.starts_with('/')
-        && v.len() > 1
-        && v.split('/').all(|c| c != ".." && c != ".")
-        && !v.contains("//")
-        && !v.ends_with('/')
-        && !v.contains(['\0', ':', ','])
-        && v != "/tmp"
-}
-
 fn is_absolute_path(v: &str) -> bool {
     v.starts_with('/') && !v.contains('\0')
-}
-
-fn is_image_ref(v: &str) -> bool {
-    !v.is_empty()
-        && v.len() <= 255
-        && v.chars().all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c))
-}
-
-fn is_user(v: &str) -> bool {
-    v.split_once(':')
-        .is_some_and(|(u, g)| u.parse::<u32>().is_ok_and(|u| u != 0) && g.parse::<u32>().is_ok())
-}
-
-/// Fails with `expected` (the form the key must have); the SDK keeps only that part of the
-/// message, never the value.
-fn refuse<E: serde::de::Error>(expected: &str) -> E {
-    E::invalid_value(Unexpected::Other("a value"), &expected)
-}
-
-fn checked<'de, D: Deserializer<'de>>(
-    d: D,
-    ok: fn(&str) -> bool,
-    expected: &str,
-) -> Result<Option<String>, D::Error> {
-    match Option::<String>::deserialize(d).map_err(|_| refuse::<D::Error>(expected))? {
-        Some(v) if !ok(&v) => Err(refuse(expected)),
-        v => Ok(v),
-    }
 }
 
 fn path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -285,10 +258,6 @@ fn backend<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Backend>, D::Error>
     Option::<Backend>::deserialize(d).map_err(|_| refuse("pod or job"))
 }
 
-fn image<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    checked(d, is_image_ref, "an image reference")
-}
-
 fn pull_policy<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     checked(
         d,
@@ -297,44 +266,8 @@ fn pull_policy<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Err
     )
 }
 
-fn user<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    checked(d, is_user, "uid:gid with a uid other than 0")
-}
-
 fn directory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    checked(d, is_absolute_dir, "an absolute directory path other than /tmp")
-}
-
-fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    Option::<bool>::deserialize(d).map_err(|_| refuse("true or false"))
-}
-
-/// A whole number from `MIN` to `MAX` (absent or `null`: `None`); a whole-valued float counts.
-fn whole<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(
-    d: D,
-) -> Result<Option<u64>, D::Error> {
-    let as_whole = |n: &serde_json::Number| {
-        n.as_u64().or_else(|| {
-            n.as_f64()
-                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX as f64)
-                .map(|f| f as u64)
-        })
-    };
-    match Option::<serde_json::Number>::deserialize(d) {
-        Ok(None) => Ok(None),
-        Ok(Some(n)) => match as_whole(&n) {
-            Some(n) if (MIN..=MAX).contains(&n) => Ok(Some(n)),
-            _ => Err(refuse(&format!("a whole number from {MIN} to {MAX}"))),
-        },
-        Err(_) => Err(refuse(&format!("a whole number from {MIN} to {MAX}"))),
-    }
-}
-
-fn cpus<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    match Option::<f64>::deserialize(d) {
-        Ok(n) if n.is_none_or(|n| (0.01..=1024.0).contains(&n)) => Ok(n),
-        _ => Err(refuse("a number from 0.01 to 1024")),
-    }
+    checked(d, |v| is_absolute_dir(v) && v != "/tmp", "an absolute directory path other than /tmp")
 }
 
 #[cfg(test)]

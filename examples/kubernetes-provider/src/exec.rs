@@ -3,15 +3,18 @@
 //!
 //! * **No shell in between.** The command and its arguments reach the Pod as an argv; a small
 //!   `sh` wrapper in front of them records its process id, changes to the working directory,
-//!   sets the environment (`env -- NAME=value… argv`; exec has no env or cwd of its own) and
-//!   removes the record when the command ends.
+//!   sets the environment (`env -- NAME=value… /bin/sh -c 'exec "$@"' sh argv`; exec has no
+//!   env or cwd of its own, and the inner shell keeps a command named `a=b` from being read
+//!   as one more assignment) and removes the record when the command ends.
 //! * **stdin.** Before Kubernetes 1.29 (protocol `v5.channel.k8s.io`) the exec protocol cannot
 //!   close stdin alone: closing it closes the whole connection, output and exit status
 //!   included. So the provider sends the length first (an argument of the wrapper), writes the
 //!   bytes and keeps stdin open; the wrapper feeds the command through `head -c <length>`, so
 //!   the command reads end-of-file exactly after the bytes the host sent, on any server.
-//! * **Output** streams as it arrives and is kept whole up to [`OUTPUT_CAP_BYTES`] per stream
-//!   (beyond: `stdoutTruncated` / `stderrTruncated`; the stream keeps being drained).
+//! * **Output** goes through the SDK's [`OutputCollector`]: streamed as it arrives (decoded as
+//!   UTF-8 across chunk boundaries), kept for the result up to a bound on its encoded size so
+//!   the answer always fits the host's line limit (beyond: `stdoutTruncated` /
+//!   `stderrTruncated`; the stream keeps being drained).
 //! * **Exit code** comes from the status channel (`NonZeroExitCode` carries it).
 //! * **Timeout and cancellation really stop the command.** The runtime starts every exec as
 //!   the leader of a new session, so its process id is also its process group; the wrapper
@@ -32,11 +35,11 @@ use kube::api::AttachParams;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
+use paperclip_sandbox_sdk::output::{CollectedOutput, OutputCollector, OutputSink};
+use paperclip_sandbox_sdk::OutputStream;
+
 use crate::cluster::{Cluster, ClusterError, ClusterResult};
 use crate::spec::CONTAINER;
-
-/// Output kept per stream: 64 MiB.
-pub const OUTPUT_CAP_BYTES: usize = 64 * 1024 * 1024;
 
 /// How often the Pod of a running command is looked at.
 pub const WATCH_EVERY: Duration = Duration::from_secs(3);
@@ -48,7 +51,7 @@ const KILL_WITHIN: Duration = Duration::from_secs(10);
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(10);
 
 /// The wrapper: `$1` tag, `$2` working directory, `$3` stdin length (`-`: none), then
-/// `NAME=value…` and the argv.
+/// `NAME=value…`, [`EXEC_ARGS`] and the argv.
 const WRAPPER: &str = "d=/tmp/.paperclip-exec; t=$1; c=$2; n=$3; shift 3; \
     { [ -d \"$d\" ] || mkdir -p \"$d\"; } 2>/dev/null && echo $$ >\"$d/$t\" 2>/dev/null; \
     if cd -- \"$c\"; then \
@@ -67,20 +70,6 @@ pub enum Stream {
     Stdout,
     /// stderr.
     Stderr,
-}
-
-/// Where a running command's decoded output goes as it arrives.
-pub trait OutputSink: Send {
-    /// Takes one decoded chunk; awaiting it may wait for the host (backpressure).
-    fn chunk(&mut self, stream: Stream, text: String) -> impl Future<Output = ()> + Send;
-}
-
-/// An [`OutputSink`] that keeps nothing (the result still carries the output).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Discard;
-
-impl OutputSink for Discard {
-    async fn chunk(&mut self, _: Stream, _: String) {}
 }
 
 /// Where a command's raw output bytes go (sync reads a tar stream this way).
@@ -153,19 +142,13 @@ pub struct RawOutcome {
     pub cancelled: bool,
 }
 
-/// How a command ended, with its decoded output.
+/// How a command ended, with its output.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExecOutcome {
     /// Exit code, timeout, cancellation.
     pub raw: RawOutcome,
-    /// stdout (lossless UTF-8 decoding up to the cap).
-    pub stdout: String,
-    /// stderr.
-    pub stderr: String,
-    /// stdout went past [`OUTPUT_CAP_BYTES`].
-    pub stdout_truncated: bool,
-    /// stderr went past [`OUTPUT_CAP_BYTES`].
-    pub stderr_truncated: bool,
+    /// stdout and stderr, bounded (with the timeout and cancellation marked).
+    pub output: CollectedOutput,
 }
 
 /// The commands running in each Pod: what `cancelActiveWork` and shutdown kill.
@@ -206,66 +189,19 @@ impl ActiveExecs {
     }
 }
 
-/// Streaming UTF-8 decoding that never splits a character, with the per-stream cap.
-#[derive(Debug, Default)]
-struct Collected {
-    text: String,
-    pending: Vec<u8>,
-    bytes: usize,
-    truncated: bool,
-}
-
-impl Collected {
-    fn push(&mut self, chunk: &[u8]) -> String {
-        if self.truncated {
-            return String::new();
-        }
-        let room = OUTPUT_CAP_BYTES - self.bytes;
-        let take = if chunk.len() > room {
-            self.truncated = true;
-            &chunk[..room]
-        } else {
-            chunk
-        };
-        self.bytes += take.len();
-        self.pending.extend_from_slice(take);
-        let cut = match std::str::from_utf8(&self.pending) {
-            Ok(_) => self.pending.len(),
-            // An incomplete sequence at the end waits for the next chunk.
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => self.pending.len(),
-        };
-        let rest = self.pending.split_off(cut);
-        let text = String::from_utf8_lossy(&self.pending).into_owned();
-        self.pending = rest;
-        self.text.push_str(&text);
-        text
-    }
-
-    fn finish(&mut self) -> String {
-        let text = String::from_utf8_lossy(&self.pending).into_owned();
-        self.pending.clear();
-        self.text.push_str(&text);
-        text
-    }
-}
-
-/// Decodes, caps and forwards output to an [`OutputSink`].
-struct Decoding<S> {
+/// Hands raw output to an [`OutputCollector`] (which streams it to `sink`).
+struct Collecting<S> {
     sink: S,
-    stdout: Collected,
-    stderr: Collected,
+    collector: OutputCollector,
 }
 
-impl<S: OutputSink> RawSink for Decoding<S> {
+impl<S: OutputSink> RawSink for Collecting<S> {
     async fn bytes(&mut self, stream: Stream, data: &[u8]) {
-        let text = match stream {
-            Stream::Stdout => self.stdout.push(data),
-            Stream::Stderr => self.stderr.push(data),
+        let stream = match stream {
+            Stream::Stdout => OutputStream::Stdout,
+            Stream::Stderr => OutputStream::Stderr,
         };
-        if !text.is_empty() {
-            self.sink.chunk(stream, text).await;
-        }
+        self.collector.feed(&mut self.sink, stream, data).await;
     }
 }
 
@@ -301,26 +237,34 @@ pub async fn run(
     sink: impl OutputSink,
     cancel: impl Future<Output = ()>,
 ) -> ClusterResult<ExecOutcome> {
-    let mut decoding =
-        Decoding { sink, stdout: Collected::default(), stderr: Collected::default() };
-    let raw = run_raw(target, spec, active, &mut decoding, cancel).await?;
-    for stream in [Stream::Stdout, Stream::Stderr] {
-        let text = match stream {
-            Stream::Stdout => decoding.stdout.finish(),
-            Stream::Stderr => decoding.stderr.finish(),
-        };
-        if !text.is_empty() {
-            decoding.sink.chunk(stream, text).await;
-        }
+    let mut collecting = Collecting { sink, collector: OutputCollector::new() };
+    let raw = run_raw(target, spec, active, &mut collecting, cancel).await?;
+    if raw.timed_out {
+        collecting.collector.mark_timed_out();
     }
-    Ok(ExecOutcome {
-        raw,
-        stdout: std::mem::take(&mut decoding.stdout.text),
-        stderr: std::mem::take(&mut decoding.stderr.text),
-        stdout_truncated: decoding.stdout.truncated,
-        stderr_truncated: decoding.stderr.truncated,
-    })
+    if raw.cancelled {
+        collecting.collector.mark_cancelled();
+    }
+    let output = collecting.collector.finish(&mut collecting.sink).await;
+    Ok(ExecOutcome { raw, output })
 }
+
+/// The argv of the exec that runs `spec` through the [`WRAPPER`] under `tag`.
+fn wrapper_argv(tag: &str, spec: &ExecSpec) -> Vec<String> {
+    let length = spec.stdin.as_ref().map_or_else(|| "-".to_owned(), |s| s.len.to_string());
+    let mut argv = vec!["sh".to_owned(), "-c".to_owned(), WRAPPER.to_owned(), "sh".to_owned()];
+    argv.extend([tag.to_owned(), spec.cwd.clone(), length]);
+    argv.extend(spec.env.iter().map(|(k, v)| format!("{k}={v}")));
+    // `env` reads every leading argument with a `=` as an assignment, the command's name
+    // included (`./a=b`): a shell that execs its arguments ends the assignments first.
+    argv.extend(EXEC_ARGS.iter().map(|s| (*s).to_owned()));
+    argv.extend(spec.argv.iter().cloned());
+    argv
+}
+
+/// What `env` runs after the assignments: a shell that execs its arguments (the command and
+/// its arguments, whatever their names), so none is read as an assignment.
+const EXEC_ARGS: [&str; 4] = ["/bin/sh", "-c", "exec \"$@\"", "sh"];
 
 /// Runs `spec` through the wrapper, handing raw output bytes to `sink`.
 pub async fn run_raw(
@@ -330,12 +274,8 @@ pub async fn run_raw(
     sink: &mut impl RawSink,
     cancel: impl Future<Output = ()>,
 ) -> ClusterResult<RawOutcome> {
-    let tag = local_provider::random_hex(12);
-    let length = spec.stdin.as_ref().map_or_else(|| "-".to_owned(), |s| s.len.to_string());
-    let mut argv = vec!["sh".to_owned(), "-c".to_owned(), WRAPPER.to_owned(), "sh".to_owned()];
-    argv.extend([tag.clone(), spec.cwd.clone(), length]);
-    argv.extend(spec.env.iter().map(|(k, v)| format!("{k}={v}")));
-    argv.extend(spec.argv.iter().cloned());
+    let tag = paperclip_sandbox_sdk::kit::random_hex(12);
+    let argv = wrapper_argv(&tag, &spec);
     let key = target.key();
     active.add(&key, &tag);
     let out = attach(target, argv, spec.stdin, sink, spec.timeout, Some(&tag), cancel).await;
@@ -520,19 +460,47 @@ async fn kill(target: Target<'_>, tag: Option<&str>) {
 mod tests {
     use super::*;
 
+    /// Runs the wrapper's argv with this machine's `sh` and `env` (what the Pod's busybox
+    /// does with it), `input` on stdin: stdout and the exit code.
+    fn run_wrapper_here(spec: &ExecSpec, input: &[u8]) -> (String, Option<i32>) {
+        use std::io::Write;
+        let tag = format!("unit-{}", paperclip_sandbox_sdk::kit::random_hex(6));
+        let argv = wrapper_argv(&tag, spec);
+        let mut child = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), out.status.code())
+    }
+
     #[test]
-    fn utf8_is_never_split_and_output_is_capped() {
-        let mut c = Collected::default();
-        let mut out = String::new();
-        for b in "aé€😀".as_bytes() {
-            out.push_str(&c.push(&[*b]));
-        }
-        out.push_str(&c.finish());
-        assert_eq!(out, "aé€😀");
-        let mut c = Collected { bytes: OUTPUT_CAP_BYTES - 2, ..Collected::default() };
-        assert_eq!(c.push(b"abcd"), "ab");
-        assert!(c.truncated);
-        assert_eq!(c.push(b"ef"), "");
+    fn a_command_whose_name_has_an_equals_sign_runs_with_its_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir_path = dir.path().to_str().unwrap().to_owned();
+        let program = format!("{dir_path}/say=hi");
+        std::fs::write(&program, "#!/bin/sh\necho \"ran $GREETING $1\"\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let spec = ExecSpec {
+            argv: vec![program, "a=b".to_owned()],
+            env: vec![("GREETING".to_owned(), "x=y z".to_owned())],
+            cwd: dir_path.clone(),
+            ..ExecSpec::default()
+        };
+        assert_eq!(run_wrapper_here(&spec, b""), ("ran x=y z a=b\n".to_owned(), Some(0)));
+        // A plain command, with stdin through the length prefix, still works.
+        let spec = ExecSpec {
+            argv: vec!["sh".to_owned(), "-c".to_owned(), "cat; echo \" $GREETING\"".to_owned()],
+            env: vec![("GREETING".to_owned(), "hello".to_owned())],
+            cwd: dir_path,
+            stdin: Some(Stdin::bytes(b"in".to_vec())),
+            ..ExecSpec::default()
+        };
+        assert_eq!(run_wrapper_here(&spec, b"input"), ("in hello\n".to_owned(), Some(0)));
     }
 
     #[test]

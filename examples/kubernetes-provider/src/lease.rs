@@ -32,6 +32,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use paperclip_sandbox_sdk::async_trait;
+use paperclip_sandbox_sdk::kit::acquire::{acquire_budget, RequestedExpiry};
 use paperclip_sandbox_sdk::kit::creation::{
     create_bounded, destroy_failed_create, failed_create_cleanup, CreationAttempt, CreationBackend,
     CreationPlan, Progress,
@@ -40,7 +41,7 @@ use paperclip_sandbox_sdk::prelude::{
     AcquireLeaseParams, CreationOperation, JsonObject, Lease, ReleaseLeaseParams,
     ResourceDisposition, ResumeLeaseParams, TerminationReceipt,
 };
-use paperclip_sandbox_sdk::protocol::wire_time::{format_rfc3339_ms, now_ms, parse_rfc3339_ms};
+use paperclip_sandbox_sdk::protocol::wire_time::{now_ms, parse_rfc3339_ms};
 use paperclip_sandbox_sdk::ProviderError;
 use serde_json::{json, Value};
 use tokio::time::Instant;
@@ -198,30 +199,13 @@ pub async fn acquire(
         ));
     }
     let lease = LeaseRef { backend: settings.backend, attempt: attempt.id.clone() };
-    let expires_ms = match params.requested_expires_at.as_deref() {
-        None => None,
-        Some(s) => match parse_rfc3339_ms(s) {
-            None => {
-                return Err(ProviderError::invalid_params(
-                    "requestedExpiresAt must be an RFC 3339 timestamp",
-                ))
-            }
-            Some(ms) if ms <= now_ms() => {
-                return Err(ProviderError::invalid_params("requestedExpiresAt is in the past"))
-            }
-            Some(ms) => Some(ms),
-        },
-    };
-    let mut budget = settings.acquire_timeout;
-    if let Some(d) = call_deadline {
-        let left = d.saturating_duration_since(started).saturating_sub(Duration::from_millis(500));
-        budget = budget.min(left.max(Duration::from_millis(100)));
-    }
+    let expiry = RequestedExpiry::parse(params.requested_expires_at.as_deref())?;
+    let budget = acquire_budget(settings.acquire_timeout, call_deadline, started);
     let mut annotations = annotations_of(&attempt);
     let mut deadline_secs = settings.active_deadline_seconds;
-    if let Some(ms) = expires_ms {
-        annotations.insert(ANNOTATION_EXPIRES_AT.to_owned(), format_rfc3339_ms(ms));
-        deadline_secs = deadline_secs.min((((ms - now_ms()).max(1000) + 999) / 1000) as u64);
+    if let Some(x) = expiry {
+        annotations.insert(ANNOTATION_EXPIRES_AT.to_owned(), x.to_rfc3339());
+        deadline_secs = deadline_secs.min(x.seconds_left());
     }
     let manifest = Manifest {
         settings,
@@ -252,8 +236,8 @@ pub async fn acquire(
         created.pod.as_deref(),
         attempt.reusable,
     ));
-    if let Some(ms) = expires_ms {
-        out = out.with_expires_at(format_rfc3339_ms(ms));
+    if let Some(x) = expiry {
+        out = out.with_expires_at(x.to_rfc3339());
     }
     Ok(out)
 }

@@ -40,8 +40,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use paperclip_sandbox_sdk::kit::{self, transfer::Direction};
 use paperclip_sandbox_sdk::prelude::*;
-use paperclip_sandbox_sdk::protocol::envelope::SyncDiagnostic;
 use paperclip_sandbox_sdk::protocol::HostProfile;
 
 pub mod cluster;
@@ -54,7 +54,7 @@ pub mod sync;
 
 use cluster::{Cluster, Clusters};
 use config::{KubernetesConfig, Settings};
-use exec::{ActiveExecs, ExecSpec, Stream, Target};
+use exec::{ActiveExecs, ExecSpec, Target};
 use names::LeaseRef;
 
 /// The provider: API server connections and the table of running commands.
@@ -168,27 +168,6 @@ impl KubernetesProvider {
         let target = Target { cluster, namespace: &settings.namespace, pod: &pod };
         self.active.kill_all(target).await
     }
-}
-
-/// Streams output as `execute.log`, waiting while the host's queue is full.
-struct LogSink<'a>(&'a Context);
-
-impl exec::OutputSink for LogSink<'_> {
-    async fn chunk(&mut self, stream: Stream, text: String) {
-        let stream = match stream {
-            Stream::Stdout => OutputStream::Stdout,
-            Stream::Stderr => OutputStream::Stderr,
-        };
-        self.0.send_execute_log(stream, &text).await;
-    }
-}
-
-fn sync_error(e: local_provider::LocalError) -> ProviderError {
-    if e.kind == local_provider::ErrorKind::InvalidParams {
-        return ProviderError::invalid_params(e.message);
-    }
-    let diagnostic: SyncDiagnostic = local_provider::worker::sync_diagnostic(&e);
-    ProviderError::sync(e.message, diagnostic)
 }
 
 fn diagnostic(severity: DiagnosticSeverity, code: &str, message: impl Into<String>) -> Diagnostic {
@@ -371,48 +350,25 @@ impl SandboxProvider for KubernetesProvider {
         let cancel = cx.cancellation().clone();
         let target = Target { cluster: &cluster, namespace: &settings.namespace, pod: &pod };
         let out =
-            exec::run(
-                target,
-                spec,
-                &self.active,
-                LogSink(&cx),
-                async move { cancel.cancelled().await },
-            )
-            .await
-            .map_err(|e| {
-                if e.is_not_found() {
-                    ProviderError::worker(format!(
-                        "The lease Pod does not exist or is not running: {}",
-                        e.reason
-                    ))
-                } else {
-                    ProviderError::worker(format!("Running the command failed: {e}"))
-                }
-            })?;
-        let mut result = if out.raw.timed_out {
-            ExecuteResult::timed_out()
-        } else {
-            match out.raw.exit_code {
-                Some(code) => ExecuteResult::exited(code),
-                None => ExecuteResult::signaled("SIGKILL"),
-            }
+            exec::run(target, spec, &self.active, &cx, async move { cancel.cancelled().await })
+                .await
+                .map_err(|e| {
+                    if e.is_not_found() {
+                        ProviderError::worker(format!(
+                            "The lease Pod does not exist or is not running: {}",
+                            e.reason
+                        ))
+                    } else {
+                        ProviderError::worker(format!("Running the command failed: {e}"))
+                    }
+                })?;
+        // Killed at a timeout: no exit code; killed for a cancellation: SIGKILL.
+        let (code, signal) = match (out.raw.timed_out, out.raw.exit_code) {
+            (true, _) => (None, None),
+            (false, Some(code)) => (Some(code), None),
+            (false, None) => (None, Some("SIGKILL".to_owned())),
         };
-        let mut metadata = JsonObject::new();
-        for (key, on) in [
-            ("stdoutTruncated", out.stdout_truncated),
-            ("stderrTruncated", out.stderr_truncated),
-            ("cancelled", out.raw.cancelled),
-        ] {
-            if on {
-                metadata.insert(key.into(), Value::Bool(true));
-            }
-        }
-        if !metadata.is_empty() {
-            result = result.with_metadata(metadata);
-        }
-        result.stdout = out.stdout;
-        result.stderr = out.stderr;
-        Ok(result)
+        Ok(out.output.into_execute_result(code, signal))
     }
 
     async fn sync_in(
@@ -420,7 +376,7 @@ impl SandboxProvider for KubernetesProvider {
         params: SyncInParams<KubernetesConfig>,
         _cx: Context,
     ) -> HookResult<SyncResult> {
-        self.sync(sync::Direction::In, params).await
+        self.sync(Direction::In, params).await
     }
 
     async fn sync_out(
@@ -428,23 +384,20 @@ impl SandboxProvider for KubernetesProvider {
         params: SyncOutParams<KubernetesConfig>,
         _cx: Context,
     ) -> HookResult<SyncResult> {
-        self.sync(sync::Direction::Out, params).await
+        self.sync(Direction::Out, params).await
     }
 }
 
 impl KubernetesProvider {
     async fn sync(
         &self,
-        direction: sync::Direction,
+        direction: Direction,
         params: SyncParams<KubernetesConfig>,
     ) -> HookResult<SyncResult> {
         let (cluster, settings) = self.connect(&params.base.config).await?;
-        let timeout_ms = local_provider::sync::effective_timeout_ms(
-            &params,
-            self.profile(),
-            settings.sync_timeout_ms,
-        )
-        .map_err(|e| ProviderError::invalid_params(e.to_string()))?;
+        let timeout_ms =
+            kit::effective_sync_timeout_ms(&params, self.profile(), settings.sync_timeout_ms)
+                .map_err(|e| ProviderError::invalid_params(e.to_string()))?;
         let pod = self.pod_of(&cluster, &settings, &params.lease).await?;
         self.remember(&pod, &settings);
         let target = Target { cluster: &cluster, namespace: &settings.namespace, pod: &pod };
@@ -457,6 +410,6 @@ impl KubernetesProvider {
             Duration::from_millis(timeout_ms),
         )
         .await
-        .map_err(sync_error)
+        .map_err(kit::sync_error)
     }
 }

@@ -11,24 +11,24 @@
 //! * **syncOut** is one exec that resolves the source and runs `tar -c`; its stdout streams
 //!   into the host-side unpacker, which starts only once the first bytes arrived (a missing
 //!   source never touches the host target).
-//! * Tar rules (modes, excludes, symlinks, confinement of entries) are the container example's
-//!   ([`container_provider::tarball`]).
-//! * **Order, post-upload commands, deadline.** Operations, mappings and commands apply in
+//! * Tar rules (modes, excludes, symlinks, confinement of entries) are the SDK kit's
+//!   ([`paperclip_sandbox_sdk::kit::tar`]).
+//! * **Order, post-upload commands, deadline** are the kit's
+//!   ([`paperclip_sandbox_sdk::kit::transfer`]): operations, mappings and commands apply in
 //!   array order; the first failure fails the call, naming the operation. Post-upload commands
 //!   run as `sh -c <command>` in their `cwd` (confined; default the workspace), bounded by their
 //!   `timeoutMs`; a non-zero exit fails the call. The whole call is bounded by the larger of
 //!   `minimumTimeoutMs` and `syncTimeoutMs`.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::Bytes;
-use container_provider::sync::confine_lexically;
-use container_provider::tarball::{self, Rules, Transfer};
-use local_provider::error::{ErrorKind, LocalError, Result};
-use local_provider::glob::Excludes;
-use paperclip_sandbox_protocol::methods::sync::{self as psync, SyncOperationResult, SyncResult};
+use paperclip_sandbox_protocol::methods::sync::{self as psync, SyncResult};
+use paperclip_sandbox_sdk::kit::tar::{self as tarball, Rules, Transfer};
+use paperclip_sandbox_sdk::kit::transfer::{self, Direction, SyncBackend};
+use paperclip_sandbox_sdk::kit::{random_hex, ErrorKind, KitError, Result};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -37,15 +37,6 @@ use crate::cluster::ClusterError;
 use crate::config::Settings;
 use crate::exec::{self, ActiveExecs, ExecSpec, RawSink, Stdin, Stream, Target};
 use crate::spec::base_env;
-
-/// The direction of a sync call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    /// Host → lease.
-    In,
-    /// Lease → host.
-    Out,
-}
 
 // busybox `realpath` takes no `--` (the paths are absolute, so none starts with `-`).
 
@@ -67,9 +58,9 @@ const PACK_OUT: &str = "w=$1; r=$(realpath \"$2\" 2>/dev/null) || exit 90; \
     case \"$r\" in \"$w\"/*) ;; *) exit 91 ;; esac; cd -- \"${r%/*}\" || exit 90; \
     exec tar -c -f - -- \"${r##*/}\"";
 
-fn cluster_error(e: ClusterError) -> LocalError {
+fn cluster_error(e: ClusterError) -> KitError {
     let kind = if e.is_not_found() { ErrorKind::NotFound } else { ErrorKind::Io };
-    let mut err = LocalError::new(kind, e.to_string());
+    let mut err = KitError::new(kind, e.to_string());
     if e.status.is_none() {
         err.os_error = Some(5); // EIO: the cluster connection failed.
     }
@@ -77,36 +68,28 @@ fn cluster_error(e: ClusterError) -> LocalError {
 }
 
 /// Maps a failed script's exit code to the error it means.
-fn script_failure(code: Option<i64>, stderr: &str, what: &str) -> LocalError {
+fn script_failure(code: Option<i64>, stderr: &str, what: &str) -> KitError {
     match code {
-        Some(90) => {
-            LocalError::new(ErrorKind::NotFound, format!("{what} does not exist in the Pod"))
-        }
+        Some(90) => KitError::new(ErrorKind::NotFound, format!("{what} does not exist in the Pod")),
         Some(91) => {
-            LocalError::new(ErrorKind::Confinement, "the path resolves outside the workspace")
+            KitError::new(ErrorKind::Confinement, "the path resolves outside the workspace")
         }
         Some(code) => {
             let detail = stderr.lines().last().unwrap_or("").chars().take(200).collect::<String>();
-            LocalError {
+            KitError {
                 exit_code: i32::try_from(code).ok(),
-                ..LocalError::new(
+                ..KitError::new(
                     ErrorKind::Io,
                     format!("tar in the Pod failed (exit {code}): {detail}"),
                 )
             }
         }
-        None => LocalError::new(ErrorKind::Io, "tar in the Pod did not finish"),
+        None => KitError::new(ErrorKind::Io, "tar in the Pod did not finish"),
     }
 }
 
 fn rules(settings: &Settings, m: &psync::FileMapping) -> Result<Rules> {
-    Ok(Rules {
-        mode: m.mode,
-        excludes: Excludes::new(m.exclude.as_deref().unwrap_or_default())?,
-        follow_symlinks: m.follow_symlinks(),
-        uid: u64::from(settings.uid),
-        gid: u64::from(settings.gid),
-    })
+    Rules::for_mapping(m, settings.uid, settings.gid)
 }
 
 /// A temporary file removed when dropped.
@@ -137,31 +120,26 @@ async fn sync_in_mapping(
     m: &psync::FileMapping,
 ) -> Result<Transfer> {
     let directory = matches!(m.kind, psync::MappingKind::Directory);
-    let dest = confine_lexically(&settings.workspace, &m.target_path, "targetPath")?;
-    if !Path::new(&m.source_path).is_absolute() {
-        return Err(LocalError::invalid("sourcePath must be an absolute path"));
-    }
+    let dest = transfer::sync_in_target(&settings.workspace, m)?;
     let rules = rules(settings, m)?;
     let name = dest.rsplit('/').next().unwrap_or_default().to_owned();
     let tmp = TempFile(
-        std::env::temp_dir()
-            .join(format!(".paperclip-kubernetes-sync-{}.tar", local_provider::random_hex(8))),
+        std::env::temp_dir().join(format!(".paperclip-kubernetes-sync-{}.tar", random_hex(8))),
     );
     let (source, path) = (PathBuf::from(&m.source_path), tmp.0.clone());
     let transfer = tokio::task::spawn_blocking(move || {
         let file =
-            std::fs::File::create(&path).map_err(|e| LocalError::io("creating the archive", e))?;
+            std::fs::File::create(&path).map_err(|e| KitError::io("creating the archive", e))?;
         let mut out = io::BufWriter::new(file);
         let t = tarball::pack(&source, &name, directory, &rules, &mut out)?;
-        io::Write::flush(&mut out).map_err(|e| LocalError::io("writing the archive", e))?;
-        Ok::<_, LocalError>(t)
+        io::Write::flush(&mut out).map_err(|e| KitError::io("writing the archive", e))?;
+        Ok::<_, KitError>(t)
     })
     .await
-    .map_err(|e| LocalError::new(ErrorKind::Io, format!("packing task failed: {e}")))??;
-    let file = tokio::fs::File::open(&tmp.0)
-        .await
-        .map_err(|e| LocalError::io("reading the archive", e))?;
-    let len = file.metadata().await.map_err(|e| LocalError::io("reading the archive", e))?.len();
+    .map_err(|e| KitError::new(ErrorKind::Io, format!("packing task failed: {e}")))??;
+    let file =
+        tokio::fs::File::open(&tmp.0).await.map_err(|e| KitError::io("reading the archive", e))?;
+    let len = file.metadata().await.map_err(|e| KitError::io("reading the archive", e))?.len();
     let kind = if directory { "directory" } else { "file" };
     let spec = ExecSpec {
         argv: ["sh", "-c", PREPARE_IN, "sh", &settings.workspace, &dest, kind]
@@ -227,15 +205,7 @@ async fn sync_out_mapping(
     m: &psync::FileMapping,
 ) -> Result<Transfer> {
     let directory = matches!(m.kind, psync::MappingKind::Directory);
-    let source = confine_lexically(&settings.workspace, &m.source_path, "sourcePath")?;
-    if !Path::new(&m.target_path).is_absolute() {
-        return Err(LocalError::invalid("targetPath must be an absolute path"));
-    }
-    if m.follow_symlinks() {
-        return Err(LocalError::invalid(
-            "followSymlinks is not supported on syncOut from a Pod: links are returned as links",
-        ));
-    }
+    let source = transfer::sync_out_source(&settings.workspace, m)?;
     let mut feed = Feed {
         target: PathBuf::from(&m.target_path),
         directory,
@@ -256,17 +226,17 @@ async fn sync_out_mapping(
     let out = exec::run_raw(target, spec, active, &mut feed, std::future::pending()).await;
     // End of the stream for the unpacker, whatever happened.
     feed.tx = None;
-    let unpacked =
-        match feed.unpacker.take() {
-            Some(u) => Some(u.await.map_err(|e| {
-                LocalError::new(ErrorKind::Io, format!("unpacking task failed: {e}"))
-            })?),
-            None => None,
-        };
+    let unpacked = match feed.unpacker.take() {
+        Some(u) => Some(
+            u.await
+                .map_err(|e| KitError::new(ErrorKind::Io, format!("unpacking task failed: {e}")))?,
+        ),
+        None => None,
+    };
     let out = out.map_err(cluster_error)?;
     match (out.exit_code, unpacked) {
         (Some(0), Some(t)) => t,
-        (Some(0), None) => Err(LocalError::new(ErrorKind::Io, "tar in the Pod wrote nothing")),
+        (Some(0), None) => Err(KitError::new(ErrorKind::Io, "tar in the Pod wrote nothing")),
         (code, _) => {
             Err(script_failure(code, &String::from_utf8_lossy(&feed.stderr), "sourcePath"))
         }
@@ -280,39 +250,35 @@ async fn post_upload(
     c: &psync::PostUploadCommand,
     deadline: Instant,
 ) -> Result<()> {
-    let cwd = match &c.cwd {
-        None => settings.workspace.clone(),
-        Some(cwd) if cwd == &settings.workspace => cwd.clone(),
-        Some(cwd) => confine_lexically(&settings.workspace, cwd, "postUploadCommands[].cwd")?,
-    };
-    let left = deadline.saturating_duration_since(Instant::now());
-    let timeout =
-        c.timeout_ms.filter(|&t| t > 0).map(Duration::from_millis).map_or(left, |t| t.min(left));
     let spec = ExecSpec {
         argv: vec!["sh".to_owned(), "-c".to_owned(), c.command.clone()],
         env: base_env(settings),
-        cwd,
+        cwd: transfer::post_upload_cwd(&settings.workspace, c)?,
         stdin: None,
-        timeout: Some(timeout),
+        timeout: Some(transfer::post_upload_timeout(c, deadline)),
     };
-    let out = exec::run(target, spec, active, exec::Discard, std::future::pending())
-        .await
-        .map_err(cluster_error)?;
-    if out.raw.timed_out {
-        return Err(LocalError::new(ErrorKind::Timeout, "a post-upload command timed out"));
+    let out =
+        exec::run(target, spec, active, (), std::future::pending()).await.map_err(cluster_error)?;
+    transfer::post_upload_outcome(out.raw.timed_out, out.raw.exit_code)
+}
+
+/// One lease Pod as a [`SyncBackend`].
+struct Lease<'a> {
+    target: Target<'a>,
+    settings: &'a Settings,
+    active: &'a ActiveExecs,
+}
+
+impl SyncBackend for Lease<'_> {
+    async fn mapping(&self, direction: Direction, m: &psync::FileMapping) -> Result<Transfer> {
+        match direction {
+            Direction::In => sync_in_mapping(self.target, self.settings, self.active, m).await,
+            Direction::Out => sync_out_mapping(self.target, self.settings, self.active, m).await,
+        }
     }
-    match out.raw.exit_code {
-        Some(0) => Ok(()),
-        code => Err(LocalError {
-            exit_code: code.and_then(|c| i32::try_from(c).ok()),
-            ..LocalError::new(
-                ErrorKind::CommandFailed,
-                format!(
-                    "a post-upload command exited with {}",
-                    code.map_or("no code".to_owned(), |c| c.to_string())
-                ),
-            )
-        }),
+
+    async fn post_upload(&self, c: &psync::PostUploadCommand, deadline: Instant) -> Result<()> {
+        post_upload(self.target, self.settings, self.active, c, deadline).await
     }
 }
 
@@ -325,43 +291,6 @@ pub async fn sync(
     operations: &[psync::SyncOperation],
     timeout: Duration,
 ) -> Result<SyncResult> {
-    let deadline = Instant::now() + timeout;
-    let work = async {
-        let mut results = Vec::with_capacity(operations.len());
-        for op in operations {
-            if direction == Direction::Out && !op.post_upload_commands().is_empty() {
-                return Err(LocalError::invalid(
-                    "a syncOut operation cannot carry postUploadCommands",
-                ));
-            }
-            let mut total = Transfer::default();
-            for (i, m) in op.files.iter().enumerate() {
-                let t = match direction {
-                    Direction::In => sync_in_mapping(target, settings, active, m).await,
-                    Direction::Out => sync_out_mapping(target, settings, active, m).await,
-                }
-                .map_err(|e| e.context(format!("operation {} mapping {i}", op.operation_id)))?;
-                total.files += t.files;
-                total.bytes += t.bytes;
-            }
-            for (i, c) in op.post_upload_commands().iter().enumerate() {
-                post_upload(target, settings, active, c, deadline).await.map_err(|e| {
-                    e.context(format!("operation {} postUploadCommands[{i}]", op.operation_id))
-                })?;
-            }
-            results.push(SyncOperationResult::new(
-                op.operation_id.clone(),
-                total.files,
-                total.bytes,
-            ));
-        }
-        Ok(SyncResult::new(results))
-    };
-    match tokio::time::timeout_at(deadline + Duration::from_secs(2), work).await {
-        Ok(r) => r,
-        Err(_) => Err(LocalError::new(
-            ErrorKind::Timeout,
-            format!("the sync did not finish within {} ms", timeout.as_millis()),
-        )),
-    }
+    let lease = Lease { target, settings, active };
+    transfer::run_operations(&lease, direction, operations, timeout).await
 }

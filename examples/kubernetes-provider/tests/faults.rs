@@ -1,6 +1,6 @@
 //! Faults against a real cluster (and one without any): an unreachable API server, a Pod
 //! deleted behind the provider's back mid-command, a command past its timeout, a Pod that
-//! cannot start, and the Job backend's lease.
+//! cannot start, the Job backend's lease, and output floods.
 
 mod common;
 
@@ -148,5 +148,44 @@ async fn a_job_lease_runs_commands_and_destroy_deletes_the_job_and_its_pod() {
     );
     w.destroy(&id).await;
     assert!(objects_of(&cluster, &t.namespace, Some("company-job")).await.is_empty());
+    w.shutdown().await;
+}
+
+/// 64 MiB of `\x01` and 300,000 `€` in 4,093-byte writes through the exec stream: every line
+/// within the host's line limit, the cut output flagged, no U+FFFD where nothing was cut,
+/// `health` answered after.
+#[tokio::test(flavor = "multi_thread")]
+async fn output_floods_fit_the_hosts_line_limit() {
+    let Some(t) = target() else { return };
+    let mut w = Wire::start(&t, "company-flood").await;
+    let id = w.acquire().await;
+    let base = w.params(json!({"lease": {"providerLeaseId": &id}, "command": "sh"}));
+    let params = |script: &str| {
+        let mut p = base.clone();
+        p["args"] = json!(["-c", script]);
+        p
+    };
+    paperclip_sandbox_sdk::testing::flood::assert_output_floods_fit(&mut w.worker, params).await;
+    w.destroy(&id).await;
+    w.shutdown().await;
+}
+
+/// A command whose name contains `=` runs as a command in the Pod, with its environment (the
+/// exec wrapper's `env` once read it as one more assignment and printed the environment).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_named_with_an_equals_sign_runs() {
+    let Some(t) = target() else { return };
+    let mut w = Wire::start(&t, "company-equals").await;
+    let id = w.acquire().await;
+    let script = "printf '#!/bin/sh\\necho ran $GREETING $1\\n' > say=hi && chmod +x say=hi";
+    let (_, made) = w.sh(&id, script, json!({})).await;
+    assert_eq!(made["exitCode"], json!(0), "{made}");
+    let p = w.params(json!({
+        "lease": {"providerLeaseId": &id}, "command": "./say=hi", "args": ["a=b"],
+        "env": {"GREETING": "x=y"}
+    }));
+    let ran = w.ok("environmentExecute", p).await;
+    assert_eq!((&ran["exitCode"], &ran["stdout"]), (&json!(0), &json!("ran x=y a=b\n")), "{ran}");
+    w.destroy(&id).await;
     w.shutdown().await;
 }

@@ -14,139 +14,208 @@
 //! when a pattern matches its path relative to the mapping root **or** its basename, and an
 //! excluded directory is skipped with everything below it (so a pattern effectively matches each
 //! basename along the path). A leading `./` and trailing `/` of a pattern are ignored.
+//!
+//! The matching is [`globset`]'s (the glob engine of ripgrep, compiled to one automaton per
+//! pattern list): [`Glob::new`] translates this syntax to globset's, where the two differ —
+//! `{`, `}` and `,` are literal here (no alternation), a class never matches `/`, a class
+//! takes `\` escapes, and `**` inside a path component matches across `/` as above.
+
+use globset::{GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 use super::error::{KitError, Result};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Token {
-    Char(char),
-    AnyChar,
-    Star,
-    /// `**`: anything, `/` included.
-    DoubleStar,
-    /// `**/`: nothing, or anything ending in `/`.
-    DoubleStarSlash,
-    Class {
-        negated: bool,
-        ranges: Vec<(char, char)>,
-    },
+/// A compiled glob pattern.
+#[derive(Debug, Clone)]
+pub struct Glob {
+    matcher: GlobMatcher,
 }
 
-/// A compiled glob pattern.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Glob {
-    tokens: Vec<Token>,
+impl PartialEq for Glob {
+    fn eq(&self, other: &Self) -> bool {
+        self.matcher.glob() == other.matcher.glob()
+    }
 }
+
+impl Eq for Glob {}
 
 impl Glob {
     /// Compile a pattern; an unterminated class or a trailing `\` is an error.
     pub fn new(pattern: &str) -> Result<Self> {
-        let chars: Vec<char> = pattern.chars().collect();
-        let mut tokens = Vec::new();
-        let mut i = 0;
-        while i < chars.len() {
-            match chars[i] {
-                '*' if chars.get(i + 1) == Some(&'*') => {
-                    i += 2;
-                    while chars.get(i) == Some(&'*') {
-                        i += 1;
-                    }
-                    if chars.get(i) == Some(&'/') {
-                        i += 1;
-                        tokens.push(Token::DoubleStarSlash);
-                    } else {
-                        tokens.push(Token::DoubleStar);
-                    }
-                    continue;
-                }
-                '*' => tokens.push(Token::Star),
-                '?' => tokens.push(Token::AnyChar),
-                '\\' => {
-                    i += 1;
-                    let c = *chars
-                        .get(i)
-                        .ok_or_else(|| KitError::invalid("the exclude pattern ends with `\\`"))?;
-                    tokens.push(Token::Char(c));
-                }
-                '[' => {
-                    let (token, next) = parse_class(&chars, i).ok_or_else(|| {
-                        KitError::invalid("the exclude pattern has an unterminated `[`")
-                    })?;
-                    tokens.push(token);
-                    i = next;
-                    continue;
-                }
-                c => tokens.push(Token::Char(c)),
-            }
-            i += 1;
-        }
-        Ok(Self { tokens })
+        Ok(Self { matcher: compile(pattern)?.compile_matcher() })
     }
 
     /// True when the whole of `text` matches the pattern.
-    ///
-    /// Iterative dynamic programming over (token, position), no recursion: time and memory are
-    /// O(tokens × characters) whatever the pattern, and the stack stays flat.
     pub fn matches(&self, text: &str) -> bool {
-        let text: Vec<char> = text.chars().collect();
-        let n = text.len();
-        // next[s]: tokens[t + 1..] match text[s..]; cur[s]: tokens[t..] match text[s..].
-        let mut next = vec![false; n + 1];
-        next[n] = true;
-        let mut cur = vec![false; n + 1];
-        for token in self.tokens.iter().rev() {
-            match token {
-                Token::Char(c) => {
-                    for s in 0..=n {
-                        cur[s] = s < n && text[s] == *c && next[s + 1];
-                    }
-                }
-                Token::AnyChar => {
-                    for s in 0..=n {
-                        cur[s] = s < n && text[s] != '/' && next[s + 1];
-                    }
-                }
-                Token::Class { negated, ranges } => {
-                    for s in 0..=n {
-                        cur[s] = s < n
-                            && {
-                                let c = text[s];
-                                c != '/'
-                                    && ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated
-                            }
-                            && next[s + 1];
-                    }
-                }
-                Token::Star => {
-                    cur[n] = next[n];
-                    for s in (0..n).rev() {
-                        cur[s] = next[s] || (text[s] != '/' && cur[s + 1]);
-                    }
-                }
-                Token::DoubleStar => {
-                    cur[n] = next[n];
-                    for s in (0..n).rev() {
-                        cur[s] = next[s] || cur[s + 1];
-                    }
-                }
-                Token::DoubleStarSlash => {
-                    // Nothing, or anything up to and including a `/`.
-                    let mut after_slash = false;
-                    cur[n] = next[n];
-                    for s in (0..n).rev() {
-                        after_slash |= text[s] == '/' && next[s + 1];
-                        cur[s] = next[s] || after_slash;
-                    }
-                }
-            }
-            std::mem::swap(&mut cur, &mut next);
-        }
-        next[0]
+        self.matcher.is_match(text)
     }
 }
 
-/// Parse `[...]` starting at `start` (the `[`); returns the token and the index after `]`.
-fn parse_class(chars: &[char], start: usize) -> Option<(Token, usize)> {
+/// The globset glob of a pattern in this module's syntax.
+fn compile(pattern: &str) -> Result<globset::Glob> {
+    let translated = translate(pattern)?;
+    GlobBuilder::new(&translated)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .empty_alternates(true)
+        .build()
+        .map_err(|_| KitError::invalid("the exclude pattern is not a valid glob"))
+}
+
+/// This module's syntax in globset's (see the module docs for where they differ).
+fn translate(pattern: &str) -> Result<String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '*' if chars.get(i + 1) == Some(&'*') => {
+                let before = if i == 0 { None } else { Some(chars[i - 1]) };
+                i += 2;
+                while chars.get(i) == Some(&'*') {
+                    i += 1;
+                }
+                let after = chars.get(i).copied();
+                if before.is_none_or(|c| c == '/') && after.is_none_or(|c| c == '/') {
+                    // A whole component: globset's `**` means the same.
+                    out.push_str("**");
+                } else if after == Some('/') {
+                    // `**/`: nothing, or anything that ends with `/`.
+                    out.push_str("{,*/**/}");
+                    i += 1;
+                } else {
+                    // `**`: anything, `/` included.
+                    out.push_str("{*,*/**/*}");
+                }
+                continue;
+            }
+            '*' => out.push('*'),
+            '?' => out.push('?'),
+            '\\' => {
+                i += 1;
+                let c = *chars
+                    .get(i)
+                    .ok_or_else(|| KitError::invalid("the exclude pattern ends with `\\`"))?;
+                push_literal(&mut out, c);
+            }
+            '[' => {
+                let (negated, ranges, next) = parse_class(&chars, i).ok_or_else(|| {
+                    KitError::invalid("the exclude pattern has an unterminated `[`")
+                })?;
+                push_class(&mut out, negated, ranges);
+                i = next;
+                continue;
+            }
+            c => push_literal(&mut out, c),
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// `c` as a globset literal.
+fn push_literal(out: &mut String, c: char) {
+    if "*?[]{},\\".contains(c) {
+        out.push('\\');
+    }
+    out.push(c);
+}
+
+/// A class as globset's: always written negated (the complement of what it matches), so that
+/// `/` can be added to what it refuses and no range has to start with `!` or `^`; `]` goes
+/// first and `-` last, where globset reads them literally, and no range starts or ends on
+/// either.
+fn push_class(out: &mut String, negated: bool, ranges: Vec<(char, char)>) {
+    let mut refused = if negated { ranges } else { complement(ranges) };
+    refused.push(('/', '/'));
+    let refused = merge(refused);
+    let (mut close, mut dash) = (false, false);
+    let mut middle = String::new();
+    for (lo, hi) in refused {
+        let mut pieces = vec![(lo, hi)];
+        for special in [']', '-'] {
+            pieces = pieces
+                .into_iter()
+                .flat_map(|(lo, hi)| {
+                    if lo <= special && special <= hi {
+                        if special == ']' {
+                            close = true;
+                        } else {
+                            dash = true;
+                        }
+                        let below = char::from_u32(special as u32 - 1).filter(|_| lo < special);
+                        let above = char::from_u32(special as u32 + 1).filter(|_| special < hi);
+                        [below.map(|b| (lo, b)), above.map(|a| (a, hi))]
+                    } else {
+                        [Some((lo, hi)), None]
+                    }
+                })
+                .flatten()
+                .collect();
+        }
+        for (lo, hi) in pieces {
+            middle.push(lo);
+            if lo != hi {
+                middle.push('-');
+                middle.push(hi);
+            }
+        }
+    }
+    out.push_str("[!");
+    if close {
+        out.push(']');
+    }
+    out.push_str(&middle);
+    if dash {
+        out.push('-');
+    }
+    out.push(']');
+}
+
+/// Sorted, overlapping or adjacent ranges joined.
+fn merge(mut ranges: Vec<(char, char)>) -> Vec<(char, char)> {
+    ranges.retain(|(lo, hi)| lo <= hi);
+    ranges.sort();
+    let mut merged: Vec<(char, char)> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        match merged.last_mut() {
+            Some(last) if (lo as u32) <= last.1 as u32 + 1 => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    merged
+}
+
+/// The characters outside `ranges`.
+fn complement(ranges: Vec<(char, char)>) -> Vec<(char, char)> {
+    let mut out = Vec::new();
+    let mut next = 0u32;
+    for (lo, hi) in merge(ranges) {
+        if (lo as u32) > next {
+            out.extend(span(next, lo as u32 - 1));
+        }
+        next = hi as u32 + 1;
+    }
+    if next <= char::MAX as u32 {
+        out.extend(span(next, char::MAX as u32));
+    }
+    out
+}
+
+/// The characters from `lo` to `hi` as ranges of valid `char`s (the surrogates are none).
+fn span(lo: u32, hi: u32) -> Vec<(char, char)> {
+    let (s0, s1) = (0xD800, 0xDFFF);
+    [(lo, hi.min(s0 - 1)), (lo.max(s1 + 1), hi)]
+        .into_iter()
+        .filter(|(a, b)| a <= b)
+        .filter_map(|(a, b)| Some((char::from_u32(a)?, char::from_u32(b)?)))
+        .collect()
+}
+
+/// The inclusive character ranges of a class.
+type Ranges = Vec<(char, char)>;
+
+/// Parse `[...]` starting at `start` (the `[`): negated, the ranges, the index after `]`.
+fn parse_class(chars: &[char], start: usize) -> Option<(bool, Ranges, usize)> {
     let mut i = start + 1;
     let negated = matches!(chars.get(i), Some('!' | '^'));
     if negated {
@@ -157,7 +226,7 @@ fn parse_class(chars: &[char], start: usize) -> Option<(Token, usize)> {
     loop {
         let mut c = *chars.get(i)?;
         if c == ']' && !first {
-            return Some((Token::Class { negated, ranges }, i + 1));
+            return Some((negated, ranges, i + 1));
         }
         first = false;
         if c == '\\' {
@@ -183,7 +252,7 @@ fn parse_class(chars: &[char], start: usize) -> Option<(Token, usize)> {
 /// A list of exclude patterns, applied like `tar --exclude` (see the module docs).
 #[derive(Debug, Clone, Default)]
 pub struct Excludes {
-    globs: Vec<Glob>,
+    set: GlobSet,
 }
 
 /// The most exclude patterns one mapping may carry.
@@ -208,7 +277,7 @@ impl Excludes {
                 "exclude[{i}] is longer than {MAX_PATTERN_LEN} bytes"
             )));
         }
-        let mut globs = Vec::new();
+        let mut set = GlobSetBuilder::new();
         for (i, p) in patterns.iter().enumerate() {
             let mut p = p.as_ref();
             while let Some(rest) = p.strip_prefix("./") {
@@ -216,22 +285,25 @@ impl Excludes {
             }
             let p = p.trim_end_matches('/');
             if !p.is_empty() {
-                globs.push(Glob::new(p).map_err(|e| e.context(format!("exclude[{i}]")))?);
+                set.add(compile(p).map_err(|e| e.context(format!("exclude[{i}]")))?);
             }
         }
-        Ok(Self { globs })
+        let set = set
+            .build()
+            .map_err(|_| KitError::invalid("the exclude patterns are too large to compile"))?;
+        Ok(Self { set })
     }
 
     /// True when the entry at `relative` (slash-separated, relative to the mapping root) is
     /// excluded: a pattern matches the whole relative path or its basename.
     pub fn is_excluded(&self, relative: &str) -> bool {
         let base = relative.rsplit('/').next().unwrap_or(relative);
-        self.globs.iter().any(|g| g.matches(relative) || g.matches(base))
+        self.set.is_match(relative) || self.set.is_match(base)
     }
 
     /// True when there are no patterns.
     pub fn is_empty(&self) -> bool {
-        self.globs.is_empty()
+        self.set.is_empty()
     }
 }
 
@@ -321,6 +393,28 @@ mod tests {
         let text = "a".repeat(200);
         assert!(!m("*a*a*a*a*a*a*a*a*a*b", &text));
         assert!(!m("**a**a**a**a**a**b", &text));
+    }
+
+    #[test]
+    fn where_globset_differs_the_tar_meaning_holds() {
+        // Braces and commas are literal (globset would read an alternation).
+        assert!(m("{a,b}", "{a,b}"));
+        assert!(!m("{a,b}", "a"));
+        // A class never matches `/`, negated or not, and takes `\` escapes.
+        assert!(!m("a[!x]b", "a/b"));
+        assert!(m("a[!x]b", "a-b"));
+        assert!(m("[\\]]", "]"));
+        assert!(m("[\\!]", "!") && !m("[\\!]", "x"));
+        assert!(m("[]-]", "-") && m("[]-]", "]") && !m("[]-]", "a"));
+        assert!(m("[!]-]", "a") && !m("[!]-]", "-") && !m("[!]-]", "]"));
+        assert!(m("[+-/]", "+") && m("[+-/]", ".") && !m("[+-/]", "/"));
+        assert!(m("[^!]", "a") && !m("[^!]", "!"));
+        // `**` inside a component crosses `/`; `**/` there matches nothing or up to a `/`.
+        assert!(m("x**/y", "xy") && m("x**/y", "xa/b/y") && !m("x**/y", "xay"));
+        assert!(m("a/**b", "a/x/yb") && m("**a", "x/ya"));
+        assert!(m("***/x", "a/b/x") && m("**", "a/b"));
+        // Globset-special characters elsewhere are literal.
+        assert!(m("a]b", "a]b"));
     }
 
     #[test]

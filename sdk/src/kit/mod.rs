@@ -7,16 +7,29 @@
 //! * [`Excludes`]: the sync `exclude` patterns, applied as `tar --exclude` does.
 //! * [`effective_sync_timeout_ms`]: the transfer timeout of a sync call, with the host's
 //!   `minimumTimeoutMs` read only from hosts of the profile that sends it.
+//! * [`acquire`]: the host's requested expiry ([`acquire::RequestedExpiry`]) and the
+//!   acquisition budget kept inside the call's deadline ([`acquire::acquire_budget`]).
+//! * [`config`]: `deserialize_with` validators for a typed config (whole numbers in a range,
+//!   CPU counts, `uid:gid`, image references…) that answer with the expected form, never the
+//!   value.
 //! * [`creation`]: creation attempts — the creation name, ownership labels, the bounded
 //!   create over a [`creation::CreationBackend`], the cleanup envelope, `destroy_failed_create`.
+//! * [`tar`]: tar streams packed from, and unpacked into, the host's files with the sync
+//!   rules (modes, excludes, symlinks, confinement of entries), through channels.
+//! * [`transfer`]: the order, confinement and deadline rules of a sync call
+//!   ([`transfer::run_operations`], [`transfer::confine_lexically`], post-upload commands).
 //! * [`random_hex`]: fresh names from the kernel's random source.
 //!
 //! Command output is [`crate::output`]; the call's deadline [`Deadline`](crate::Deadline); wire
 //! timestamps [`crate::protocol::wire_time`].
 
+pub mod acquire;
+pub mod config;
 pub mod creation;
 mod error;
 mod glob;
+pub mod tar;
+pub mod transfer;
 
 pub use error::{ErrorKind, KitError, Result};
 pub use glob::{Excludes, Glob, MAX_PATTERNS, MAX_PATTERN_LEN};

@@ -1,8 +1,9 @@
-//! The host side of native sync: tar streams built from, and unpacked into, this machine's
-//! files, chunk by chunk (memory stays bounded by [`CHUNK`] and the channel depth; nothing is
-//! staged in a temporary archive).
+//! The host side of native sync for backends that move files as tar streams (a container
+//! engine's archive API, `tar` over an exec channel): streams built from, and unpacked into,
+//! this machine's files, chunk by chunk ([`ChannelWriter`] / [`ChannelReader`] keep memory
+//! bounded by [`CHUNK`] and the channel depth; nothing needs a temporary archive).
 //!
-//! The rules are the local example's copy rules: a mapping's `mode` applies to
+//! The rules are the local copy rules: a mapping's `mode` applies to
 //! every file written, otherwise a file keeps its permission bits; symlinks follow tar's `-h`
 //! (kept as links, or with `followSymlinks` their targets copied; dangling links and
 //! directory cycles refused); excludes match the path relative to the mapping root or a
@@ -17,11 +18,13 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use bytes::Bytes;
-use paperclip_sandbox_sdk::kit::Excludes;
-use paperclip_sandbox_sdk::kit::{ErrorKind, KitError, Result};
+use paperclip_sandbox_protocol::methods::sync::FileMapping;
+
+use super::error::{ErrorKind, KitError, Result};
+use super::glob::Excludes;
 use tokio::sync::mpsc;
 
-/// Bytes per chunk sent to, or read from, the engine.
+/// Bytes per chunk a [`ChannelWriter`] sends.
 pub const CHUNK: usize = 256 * 1024;
 
 /// The reserved prefix of staging names.
@@ -45,10 +48,25 @@ pub struct Rules {
     pub excludes: Excludes,
     /// Copy link targets instead of links.
     pub follow_symlinks: bool,
-    /// Owner of the entries in the container.
+    /// Owner of the packed entries (in the lease).
     pub uid: u64,
-    /// Group of the entries in the container.
+    /// Group of the packed entries (in the lease).
     pub gid: u64,
+}
+
+impl Rules {
+    /// The rules of one sync mapping (its `mode`, `exclude` and `followSymlinks`), entries
+    /// owned by `uid:gid` in the lease. Bad exclude patterns are an invalid-params error
+    /// naming the pattern's index.
+    pub fn for_mapping(m: &FileMapping, uid: u32, gid: u32) -> Result<Rules> {
+        Ok(Rules {
+            mode: m.mode,
+            excludes: Excludes::new(m.exclude.as_deref().unwrap_or_default())?,
+            follow_symlinks: m.follow_symlinks(),
+            uid: u64::from(uid),
+            gid: u64::from(gid),
+        })
+    }
 }
 
 /// A `Write` that sends full chunks down a channel (the upload body).
@@ -382,8 +400,7 @@ fn write_atomic<R: Read>(
     t: &mut Transfer,
 ) -> Result<()> {
     let dir = target.parent().unwrap_or(Path::new("/"));
-    let staging =
-        dir.join(format!("{STAGING_PREFIX}-{}", paperclip_sandbox_sdk::kit::random_hex(8)));
+    let staging = dir.join(format!("{STAGING_PREFIX}-{}", super::random_hex(8)));
     let result = (|| {
         if kind.is_file() {
             let mut f = fs::OpenOptions::new()
