@@ -342,6 +342,20 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_gets_the_host_probe_timer() {
+        // Judged at the per-call 30 s before, a container provider answering a probe at
+        // ~115 s while its engine hung was a chaos.budget false alarm: the host waits 120 s.
+        let (mut env, _) = fake_env();
+        let wait = |env: &RunEnv, call: u64| {
+            Calls { env, environment_id: "e".into() }.probe_wait(Duration::from_secs(call))
+        };
+        assert_eq!(wait(&env, 30), Duration::from_secs(120));
+        env.config = json!({"timeoutMs": 5_000});
+        assert_eq!(wait(&env, 3), Duration::from_secs(120), "the config does not change it");
+        assert_eq!(wait(&env, 200), Duration::from_secs(200), "never below --timeout-ms");
+    }
+
+    #[test]
     fn a_resume_gets_the_host_resume_wait() {
         let (mut env, _) = fake_env();
         let wait = |env: &RunEnv| {

@@ -377,7 +377,8 @@ impl Runner<'_> {
             }
             Op::Probe => {
                 let params = Value::Object(self.calls.base());
-                self.call(target, x, name::ENVIRONMENT_PROBE, params, self.call_wait);
+                let wait = self.calls.probe_wait(self.call_wait);
+                self.call(target, x, name::ENVIRONMENT_PROBE, params, wait);
             }
             Op::Fault { fault, after } => {
                 if let Some(c) = self.chaos.as_deref_mut() {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use paperclip_sandbox_protocol::timeouts::{
-    acquire_rpc_timeout_ms, sandbox_rpc_timeout_ms, ResumeDeadline,
+    acquire_rpc_timeout_ms, sandbox_rpc_timeout_ms, ResumeDeadline, PROBE_TIMEOUT_MS,
 };
 use serde_json::{json, Map, Value};
 
@@ -84,6 +84,13 @@ impl Calls<'_> {
         let config = self.config();
         sandbox_rpc_timeout_ms(&config)
             .map_or(call_wait, |ms| call_wait.max(Duration::from_millis(ms)))
+    }
+
+    /// How long the host waits for a probe: its explicit probe timer (120 s in both host
+    /// paths, whatever the config says), never less than `call_wait`. A provider that answers
+    /// a probe after 30 s while its backend hangs is within the contract.
+    pub fn probe_wait(&self, call_wait: Duration) -> Duration {
+        call_wait.max(Duration::from_millis(PROBE_TIMEOUT_MS))
     }
 
     /// The run's config object (empty when the config is not an object).
