@@ -110,11 +110,7 @@ fn store(config: &impl LocalSettings, groups: &ProcessGroups) -> Result<LeaseSto
 }
 
 fn lease_id(lease: &Lease) -> Result<&str> {
-    lease
-        .provider_lease_id
-        .as_deref()
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| LocalError::invalid("lease.providerLeaseId is required"))
+    Ok(lease.required_id()?)
 }
 
 fn to_wire_lease(lease: leases::Lease) -> Lease {
@@ -331,12 +327,7 @@ impl<C: LocalSettings> LocalDriver<C> {
         let store = store(&params.base.config, &self.groups)?;
         // Stop takes the release params, whose lease id may be null: nothing to stop then,
         // and no receipt can name it.
-        let id = params
-            .provider_lease_id
-            .as_deref()
-            .filter(|id| !id.is_empty())
-            .ok_or_else(|| LocalError::invalid("providerLeaseId is required to stop a lease"))?
-            .to_owned();
+        let id = params.required_lease_id()?.to_owned();
         blocking(move || store.stop(&id)).await.map(to_wire_receipt)
     }
 
