@@ -280,8 +280,7 @@ impl<S: OutputSink> OutputSink for Gate<'_, S> {
 /// The canonical directory of the call's lease, when it is active.
 fn lease_dir(params: &ExecuteParams<BwrapConfig>) -> Result<PathBuf> {
     let store = LeaseStore::open(&params.base.config.resolved_root(), ProcessGroups::default())?;
-    let id = params.lease.provider_lease_id.as_deref().unwrap_or_default();
-    let dir = store.active_dir(id)?;
+    let dir = store.active_dir(params.lease.required_id()?)?;
     dir.canonicalize().map_err(|e| LocalError::io("resolve the lease directory", e))
 }
 
