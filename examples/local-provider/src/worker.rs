@@ -110,12 +110,20 @@ impl<C: LocalSettings> SandboxProvider for LocalDriver<C> {
             .await
     }
 
-    async fn sync_in(&self, params: SyncInParams<C>) -> Result<SyncResult, LocalError> {
-        self.sync(Direction::In, &params).await
+    async fn sync_in(
+        &self,
+        params: SyncInParams<C>,
+        cx: Context,
+    ) -> Result<SyncResult, LocalError> {
+        self.sync(Direction::In, &params, cx.profile()).await
     }
 
-    async fn sync_out(&self, params: SyncOutParams<C>) -> Result<SyncResult, LocalError> {
-        self.sync(Direction::Out, &params).await
+    async fn sync_out(
+        &self,
+        params: SyncOutParams<C>,
+        cx: Context,
+    ) -> Result<SyncResult, LocalError> {
+        self.sync(Direction::Out, &params, cx.profile()).await
     }
 
     async fn idle_drain(&self, _: PrepareIdleSleepParams) -> HookResult<BackgroundWork> {
