@@ -146,13 +146,14 @@ pub(crate) fn take_connect(
     let (backend, connect) =
         match (backend, connect) {
             (None, None) => return Ok(None),
+            // The lone item is taken out, so that no second error follows from it.
             (Some(b), None) => return Err(syn::Error::new(
-                block.items[b].span(),
+                block.items.remove(b).span(),
                 "`type Backend` is written without `async fn connect(&self, config: &Config) -> \
                  Result<Backend, E>`: write both or neither",
             )),
             (None, Some(c)) => {
-                let ImplItem::Fn(f) = &block.items[c] else { unreachable!() };
+                let ImplItem::Fn(f) = block.items.remove(c) else { unreachable!() };
                 return Err(syn::Error::new(
                     f.sig.ident.span(),
                     "`connect` is written without `type Backend = …;`: write both or neither",
