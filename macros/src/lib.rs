@@ -96,6 +96,7 @@
 
 use proc_macro::TokenStream;
 
+mod hooks;
 mod manifest;
 mod provider;
 

@@ -81,9 +81,14 @@ fn expand(
     let mut wire = Vec::new();
     let mut sync_hooks = Vec::new();
     let mut rejected = Vec::new();
-    for item in &block.items {
+    let connect_impl = crate::hooks::take_connect(krate, block).unwrap_or_else(|e| {
+        push(e);
+        None
+    });
+    for item in &mut block.items {
         let ImplItem::Fn(f) = item else { continue };
-        let ident = &f.sig.ident;
+        let ident = f.sig.ident.clone();
+        let ident = &ident;
         let name = ident.to_string();
         if name == "implemented_methods" || name == "delegate" {
             let message = if name == "delegate" {
@@ -100,8 +105,15 @@ fn expand(
             sync_hooks.push(ident.clone());
         }
         match hook(&name) {
-            Some(HookInfo { method: Some(method), .. }) => wire.push(format_ident!("{method:?}")),
-            Some(_) => {}
+            Some(HookInfo { method, .. }) => {
+                if let Some(method) = method {
+                    wire.push(format_ident!("{method:?}"));
+                }
+                if let Err(e) = crate::hooks::complete(krate, f, *method) {
+                    push(e);
+                    rejected.push(ident.clone());
+                }
+            }
             None => {
                 rejected.push(ident.clone());
                 let hooks: Vec<&str> = HOOKS.iter().map(|h| h.hook).collect();
@@ -180,6 +192,7 @@ fn expand(
         #async_trait
         #block
         #hooks_impl
+        #connect_impl
     };
     (tokens, errors)
 }
@@ -226,7 +239,7 @@ mod tests {
         let mut block: ItemImpl = syn::parse2(quote! {
             impl SandboxProvider for P {
                 async fn exec(&self) {}
-                async fn probe(&self) {}
+                async fn probe(&self, _: ProbeParams) -> HookResult<ProbeResult> { todo() }
             }
         })
         .unwrap();
@@ -248,11 +261,55 @@ mod tests {
         assert!(err.to_string().starts_with("`sync_out` (environmentSyncOut) is written without"));
         let both = quote! {
             impl SandboxProvider for P {
-                async fn sync_in(&self) {}
-                async fn sync_out(&self) {}
+                async fn sync_in(&self, p: SyncInParams) -> HookResult<SyncResult> { todo() }
+                async fn sync_out(&self, p: SyncOutParams) -> HookResult<SyncResult> { todo() }
             }
         };
         assert!(run(both).is_ok());
+    }
+
+    #[test]
+    fn completes_hooks_that_name_only_what_they_use() {
+        let out = run(quote! {
+            impl SandboxProvider for P {
+                type Backend = Api;
+                async fn connect(&self, c: &Cfg) -> Result<Api, E> { todo() }
+                async fn execute(&self, p: ExecuteParams<Cfg>, api: &Api) -> Result<ExecuteResult, E> { todo() }
+                async fn on_event(&self, v: Value) {}
+            }
+        })
+        .unwrap();
+        let compact: String = out.split_whitespace().collect();
+        // The trait's signature, the backend fetched for the call's config, the error converted
+        // for the method served.
+        assert!(compact.contains("asyncfnexecute(&self,__params:ExecuteParams<Cfg>,__cx:::paperclip_sandbox_sdk::Context,)->::paperclip_sandbox_sdk::__private::HookOutput<Result<ExecuteResult,E>>"), "{out}");
+        assert!(compact.contains("__private::backend(self,&__cx,&__params,::paperclip_sandbox_sdk::__private::Method::EnvironmentExecute)"), "{out}");
+        assert!(compact.contains("into_hook_result(__outcome,::paperclip_sandbox_sdk::__private::Method::EnvironmentExecute)"), "{out}");
+        assert!(
+            compact.contains(
+                "asyncfnon_event(&self,__params:Value,__cx:::paperclip_sandbox_sdk::Context)"
+            ),
+            "{out}"
+        );
+        // `type Backend` and `connect` are the provider's `Connect` impl.
+        assert!(compact.contains("impl::paperclip_sandbox_sdk::ConnectforP{typeBackend=Api;typeError=<Result<Api,E>as::paperclip_sandbox_sdk::__private::HookReturn>::Err;asyncfnconnect"), "{out}");
+    }
+
+    #[test]
+    fn rejects_hooks_without_params_or_with_an_argument_twice() {
+        let err = run(quote! {
+            impl SandboxProvider for P {
+                async fn probe(&self, cx: Context) -> HookResult<ProbeResult> { todo() }
+                async fn health(&self, _: HealthParams, a: &A, b: &B) -> HookResult<HealthResult> { todo() }
+                async fn execute(&self, _: ExecuteParams) {}
+            }
+        })
+        .unwrap_err();
+        let messages: Vec<String> = err.into_iter().map(|e| e.to_string()).collect();
+        assert_eq!(messages.len(), 3, "{messages:?}");
+        assert!(messages[0].starts_with("a hook takes its params"), "{messages:?}");
+        assert!(messages[1].starts_with("this hook already takes a backend"), "{messages:?}");
+        assert!(messages[2].starts_with("a hook returns `Result<T, E>`"), "{messages:?}");
     }
 
     #[test]
@@ -271,7 +328,7 @@ mod tests {
             impl SandboxProvider for P {
                 async fn exec(&self) {}
                 fn implemented_methods(&self) -> &'static [&'static str] { &[] }
-                async fn probe(&self) {}
+                async fn probe(&self, _: ProbeParams) -> HookResult<ProbeResult> { todo() }
                 async fn frobnicate(&self) {}
             }
         })

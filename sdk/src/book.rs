@@ -24,6 +24,7 @@ chapters! {
     Timeouts => "timeouts.md",
     RuntimeRequirements => "runtime-requirements.md",
     Sdk => "sdk.md",
+    RemoteBackend => "remote-backend.md",
     Manifest => "manifest.md",
     Testing => "testing.md",
     Ci => "ci.md",

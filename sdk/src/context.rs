@@ -88,6 +88,8 @@ struct Inner {
     deadline: Option<Instant>,
     call_deadline: Option<Deadline>,
     peer: Arc<Peer>,
+    /// The fingerprint of the call's wire config, set when its params are read.
+    config_fingerprint: std::sync::OnceLock<u64>,
 }
 
 /// The deadlines of a call as the runtime reads them with the request ([`deadline_for`]).
@@ -136,6 +138,7 @@ impl Context {
                 deadline,
                 call_deadline,
                 peer,
+                config_fingerprint: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -151,6 +154,30 @@ impl Context {
             cancel,
             i.peer.clone(),
         )
+    }
+
+    /// The host profile the worker serves: what `--profile` chose on the worker's command
+    /// line (the SDK's [`cli`](crate::cli); [`run_plugin`](crate::run_plugin) and
+    /// [`Worker::profile`](crate::Worker::profile) hand it to the runtime), else
+    /// `paperclip-2026-11`.
+    pub fn profile(&self) -> paperclip_sandbox_protocol::HostProfile {
+        self.inner.peer.profile()
+    }
+
+    /// Notes the fingerprint of the call's wire config (once; the runtime does it when it
+    /// reads the params).
+    pub(crate) fn note_config(&self, config: &JsonObject) {
+        let _ = self.inner.config_fingerprint.set(crate::backend::fingerprint(config));
+    }
+
+    /// The fingerprint of the call's wire config, when its params carry one.
+    pub(crate) fn config_fingerprint(&self) -> Option<u64> {
+        self.inner.config_fingerprint.get().copied()
+    }
+
+    /// The worker's open backends.
+    pub(crate) fn backends(&self) -> &crate::backend::Backends {
+        self.inner.peer.backends()
     }
 
     /// The wire name of the method being served.

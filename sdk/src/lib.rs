@@ -17,103 +17,73 @@
 //! ```no_run
 //! use std::path::PathBuf;
 //! use std::sync::atomic::{AtomicU64, Ordering};
-//!
 //! use paperclip_sandbox_sdk::prelude::*;
 //! use paperclip_sandbox_sdk::process::LocalCommand;
 //!
 //! /// Each lease is a directory `<root>/lease-…`. The derive writes the plugin manifest.
 //! #[derive(PluginManifest)]
-//! #[plugin(
-//!     id = "acme.dir-provider",
-//!     display_name = "Dir provider",
-//!     description = "Runs commands in a fresh temporary directory per lease.",
-//!     author = "Acme",
-//! )]
+//! #[plugin(id = "acme.dir-provider", display_name = "Dir provider", author = "Acme",
+//!     description = "Runs commands in a fresh temporary directory per lease.")]
 //! #[driver(key = "dir", display_name = "Temporary directory")]
-//! struct DirProvider {
-//!     root: PathBuf,
-//!     next: AtomicU64,
-//! }
+//! struct DirProvider { root: PathBuf, next: AtomicU64 }
 //!
 //! impl DirProvider {
 //!     /// The directory of a lease id this provider issued. An id is never trusted as a path.
-//!     fn lease_dir(&self, id: Option<&str>) -> HookResult<PathBuf> {
-//!         let ours = |id: &str| id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-//!         match id {
-//!             Some(id) if id.starts_with("lease-") && ours(id) => Ok(self.root.join(id)),
-//!             _ => Err(ProviderError::invalid_params("not a lease of dir-provider")),
-//!         }
+//!     fn lease_dir(&self, id: &str) -> HookResult<PathBuf> {
+//!         let ours = id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+//!         (ours && id.starts_with("lease-")).then(|| self.root.join(id))
+//!             .ok_or_else(|| ProviderError::invalid_params("not a lease of dir-provider"))
 //!     }
 //! }
 //!
 //! #[provider]
 //! impl SandboxProvider for DirProvider {
-//!     async fn validate_config(
-//!         &self,
-//!         params: ValidateConfigParams,
-//!         _: Context,
-//!     ) -> HookResult<ValidateConfigResult> {
-//!         Ok(ValidateConfigResult::valid().with_normalized_config(params.config))
+//!     async fn validate_config(&self, p: ValidateConfigParams) -> HookResult<ValidateConfigResult> {
+//!         Ok(ValidateConfigResult::valid().with_normalized_config(p.config))
 //!     }
 //!
-//!     async fn probe(&self, _: ProbeParams, _: Context) -> HookResult<ProbeResult> {
+//!     async fn probe(&self, _: ProbeParams) -> HookResult<ProbeResult> {
 //!         tokio::fs::create_dir_all(&self.root).await?;
 //!         Ok(ProbeResult::ok().with_summary("temporary directories are available"))
 //!     }
 //!
-//!     async fn acquire_lease(&self, _: AcquireLeaseParams, _: Context) -> HookResult<Lease> {
-//!         let n = self.next.fetch_add(1, Ordering::Relaxed);
-//!         let id = format!("lease-{}-{n}", std::process::id());
+//!     async fn acquire_lease(&self, _: AcquireLeaseParams) -> HookResult<Lease> {
+//!         let id = format!("lease-{}-{}", std::process::id(), self.next.fetch_add(1, Ordering::Relaxed));
 //!         let dir = self.root.join(&id);
 //!         tokio::fs::create_dir_all(&dir).await?;
 //!         // The host runs commands that name no `cwd` in `remoteCwd`, and syncs files under it.
 //!         Ok(Lease::new(id).with_remote_cwd(dir.to_string_lossy()))
 //!     }
 //!
-//!     async fn realize_workspace(
-//!         &self,
-//!         params: RealizeWorkspaceParams,
-//!         _: Context,
-//!     ) -> HookResult<RealizeWorkspaceResult> {
-//!         let dir = self.lease_dir(params.lease.provider_lease_id.as_deref())?;
+//!     async fn realize_workspace(&self, p: RealizeWorkspaceParams) -> HookResult<RealizeWorkspaceResult> {
+//!         let dir = self.lease_dir(p.lease.required_id()?)?;
 //!         Ok(RealizeWorkspaceResult::new(dir.to_string_lossy()))
 //!     }
 //!
 //!     async fn execute(&self, params: ExecuteParams, cx: Context) -> HookResult<ExecuteResult> {
-//!         let dir = self.lease_dir(params.lease.provider_lease_id.as_deref())?;
+//!         let dir = self.lease_dir(params.lease.required_id()?)?;
 //!         dir.is_dir().then_some(()).ok_or_else(|| ProviderError::invalid_params("lease gone"))?;
 //!         let mut command = LocalCommand::new(&params.command);
 //!         command.args(params.args()).env("HOME", &dir).envs(params.env.iter().flatten());
 //!         command.current_dir(params.cwd.as_deref().map_or(dir, PathBuf::from));
 //!         command.stdin(params.stdin.clone().unwrap_or_default()).timeout(params.timeout());
-//!         // $HOME is the lease; its own process group, streamed, ended on timeout or shutdown.
 //!         Ok(command.execute(&cx).await?)
 //!     }
 //!
-//!     async fn release_lease(
-//!         &self,
-//!         params: ReleaseLeaseParams,
-//!         cx: Context,
-//!     ) -> HookResult<ReleaseLeaseResult> {
+//!     async fn release_lease(&self, p: ReleaseLeaseParams, cx: Context) -> HookResult<Released> {
 //!         // Leases of this provider are never kept: releasing one destroys it.
-//!         self.destroy_lease(params, cx).await
+//!         self.destroy_lease(p, cx).await
 //!     }
 //!
-//!     async fn destroy_lease(
-//!         &self,
-//!         params: DestroyLeaseParams,
-//!         _: Context,
-//!     ) -> HookResult<DestroyLeaseResult> {
-//!         let Some(id) = params.provider_lease_id else { return Ok(Released::done()) };
-//!         match tokio::fs::remove_dir_all(self.lease_dir(Some(&id))?).await {
-//!             // Destroying twice must succeed: the host retries destroys.
+//!     async fn destroy_lease(&self, p: DestroyLeaseParams) -> HookResult<DestroyLeaseResult> {
+//!         let Some(id) = p.lease_id() else { return Ok(Released::done()) };
+//!         match tokio::fs::remove_dir_all(self.lease_dir(id)?).await {
 //!             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
 //!             _ => Ok(Released::destroyed(id)),
 //!         }
 //!     }
 //!
-//!     async fn shutdown(&self, _: ShutdownParams, _: Context) -> HookResult<()> {
-//!         // Nothing outlives the worker: its leases go with it.
+//!     async fn shutdown(&self, _: ShutdownParams) -> HookResult<()> {
 //!         let _ = tokio::fs::remove_dir_all(&self.root).await;
 //!         Ok(())
 //!     }
@@ -179,6 +149,7 @@ pub use paperclip_sandbox_macros::{provider, PluginManifest};
 pub use paperclip_sandbox_protocol as protocol;
 pub use schemars;
 
+pub mod backend;
 mod book;
 pub mod cli;
 // One public path per item: these modules are private and their public items are re-exported
@@ -186,6 +157,7 @@ pub mod cli;
 mod context;
 mod deadline;
 mod error;
+mod hook;
 pub(crate) mod idle;
 pub mod kit;
 mod manifest;
@@ -198,9 +170,11 @@ pub mod services;
 mod streams;
 pub mod testing;
 
+pub use backend::Connect;
 pub use context::{CancellationSource, CancellationToken, Context};
 pub use deadline::{Deadline, DeadlineExceeded};
 pub use error::{describe_json_error, ProviderError};
+pub use hook::IntoProviderError;
 pub use manifest::{config_schema, manifest_module, ManifestSpec, PluginManifest};
 pub use paperclip_sandbox_protocol::methods::{LogLevel, OutputStream};
 pub use paperclip_sandbox_protocol::secret::Secret;
@@ -222,8 +196,8 @@ use runtime::Handler;
 pub mod prelude {
     pub use crate::schemars::{self, JsonSchema};
     pub use crate::{
-        provider, Context, Deadline, HookResult, PluginManifest, ProviderError, SandboxProvider,
-        Secret,
+        provider, Connect, Context, Deadline, HookResult, IntoProviderError, PluginManifest,
+        ProviderError, SandboxProvider, Secret,
     };
     // The params and result types of the hooks, and the types they are built from. Markers,
     // the method registry and the wire constants stay in `protocol::methods`.
@@ -260,11 +234,14 @@ pub mod prelude {
 /// Support for the code the macros generate; not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::backend::backend;
+    pub use crate::hook::{HookOutput, HookReturn};
     pub use crate::manifest::empty_config_schema;
-    pub use crate::provider::{parse_config, typed, typed_config};
+    pub use crate::provider::{parse_config, parse_noted_config, typed, typed_config};
     pub use crate::runtime::ResultJson;
     pub use paperclip_sandbox_protocol::capabilities::{Capability, CAPABILITIES};
     pub use paperclip_sandbox_protocol::manifest::Category;
+    pub use paperclip_sandbox_protocol::methods::Method;
     pub use serde::de::DeserializeOwned;
     pub use serde_json::value::RawValue;
     pub use serde_json::Value;
@@ -389,6 +366,14 @@ impl Worker {
         self
     }
 
+    /// The host profile the worker serves (default `paperclip-2026-11`): hooks read it as
+    /// [`Context::profile`]. [`run_plugin`] sets it from `--profile`; a `main` of its own
+    /// passes what [`cli::handle_args`] returned.
+    pub fn profile(mut self, profile: protocol::HostProfile) -> Self {
+        self.config.profile = profile;
+        self
+    }
+
     /// The timeout of a worker→host call (default 30 s).
     pub fn host_call_timeout(mut self, timeout: Duration) -> Self {
         self.config.host_call_timeout = timeout;
@@ -481,12 +466,12 @@ pub fn run<P: SandboxProvider>(provider: P) -> io::Result<()> {
 
 /// Runs a provider with a derived manifest: answers `--manifest [--profile <profile>]` (prints
 /// the JSON manifest, exits 0) and rejects other arguments (usage error on stderr, exit 2) as
-/// [`cli`] describes; without arguments it is [`run`]. A provider that behaves differently per
-/// host profile calls [`cli::handle_args`] itself and builds the provider with the profile it
-/// returns.
+/// [`cli`] describes; otherwise it serves as [`run`] does, for the host profile `--profile`
+/// names (the manifest's target profile without it), which hooks read as
+/// [`Context::profile`].
 pub fn run_plugin<P: SandboxProvider + PluginManifest>(provider: P) -> io::Result<()> {
-    let _profile = cli::handle_args::<P>();
-    run(provider)
+    let profile = cli::handle_args::<P>();
+    Worker::new(provider).profile(profile).run_stdio().map(|never| match never {})
 }
 
 /// Installs a `tracing` subscriber that writes to stderr, filtered by `RUST_LOG` (default

@@ -54,15 +54,18 @@ macro_rules! __provider_call {
     ($provider:ident, $method:ident, $params:ident, $cx:ident, $hook:ident, $ty:ident) => {
         $crate::__private::typed($method.as_str(), $params, |p: $ty| $provider.$hook(p, $cx)).await
     };
-    ($provider:ident, $method:ident, $params:ident, $cx:ident, $hook:ident, $ty:ident, $cfg:ident) => {
+    ($provider:ident, $method:ident, $params:ident, $cx:ident, $hook:ident, $ty:ident, $cfg:ident) => {{
+        let noted = $cx.clone();
         $crate::__private::typed_config(
             $method.as_str(),
             $params,
-            |p: $ty| p.map_config($crate::__private::parse_config::<P::$cfg>),
+            move |p: $ty| {
+                p.map_config(|c| $crate::__private::parse_noted_config::<P::$cfg>(c, &noted))
+            },
             |p| $provider.$hook(p, $cx),
         )
         .await
-    };
+    }};
 }
 
 /// Generates `SandboxProvider` and its dispatch (`call_hook`, `notify_hook`) from the hooked
@@ -290,6 +293,17 @@ impl std::fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// [`parse_config`], after noting the config's fingerprint in the call's context (for its
+/// backend, [`crate::backend`]).
+#[doc(hidden)]
+pub fn parse_noted_config<T: DeserializeOwned>(
+    config: JsonObject,
+    cx: &Context,
+) -> Result<T, ConfigError> {
+    cx.note_config(&config);
+    parse_config(config)
+}
 
 /// Parses the wire's config object into `T`, once. The error names the path and what `T`
 /// expects there; serde's own message is cut to its "expected …" part, because the rest may

@@ -21,11 +21,11 @@ fn main() -> ExitCode {
     // `--manifest [--profile …]` prints the derived manifest and exits; a bad argument exits 2.
     let profile = paperclip_sandbox_sdk::cli::handle_args::<BwrapProvider>();
     paperclip_sandbox_sdk::init_tracing();
-    let provider = BwrapProvider::new(profile);
+    let provider = BwrapProvider::new();
     let detection = provider.detection();
     let mode = if detection.wrapper.is_some() { "bwrap" } else { "plain" };
     tracing::info!(mode, reason = %detection.reason, "bubblewrap prerequisites probed");
-    match Worker::new(provider).run_stdio() {
+    match Worker::new(provider).profile(profile).run_stdio() {
         Ok(never) => match never {},
         Err(e) => {
             tracing::error!(error = %e, "cannot serve stdio");

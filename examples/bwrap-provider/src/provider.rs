@@ -25,7 +25,6 @@ use paperclip_sandbox_protocol::methods::execute::{ExecuteParams, ExecuteResult,
 use paperclip_sandbox_protocol::methods::lease::{
     Diagnostic, DiagnosticSeverity, JsonObject, ProbeParams, ProbeResult,
 };
-use paperclip_sandbox_protocol::HostProfile;
 use paperclip_sandbox_sdk::PluginManifest;
 use serde_json::{json, Value};
 
@@ -91,16 +90,17 @@ pub struct BwrapProvider {
 }
 
 impl BwrapProvider {
-    /// A provider for `profile`, probing the prerequisites now (blocking, a few short
-    /// processes).
-    pub fn new(profile: HostProfile) -> Self {
-        Self::with_detection(profile, prereq::detect())
+    /// A provider, probing the prerequisites now (blocking, a few short processes). The host
+    /// profile is the worker's, read per call from the context.
+    #[allow(clippy::new_without_default)] // probing runs processes: not a `Default`
+    pub fn new() -> Self {
+        Self::with_detection(prereq::detect())
     }
 
     /// A provider with a given probe outcome (tests; a later `environmentProbe` re-probes).
-    pub fn with_detection(profile: HostProfile, detection: Detection) -> Self {
+    pub fn with_detection(detection: Detection) -> Self {
         let state = State { detection, degraded: None };
-        Self { local: LocalDriver::new(profile), state: Arc::new(Mutex::new(state)) }
+        Self { local: LocalDriver::new(), state: Arc::new(Mutex::new(state)) }
     }
 
     /// The wrapped local provider's driver, serving the bwrap config.
@@ -280,8 +280,7 @@ impl<S: OutputSink> OutputSink for Gate<'_, S> {
 /// The canonical directory of the call's lease, when it is active.
 fn lease_dir(params: &ExecuteParams<BwrapConfig>) -> Result<PathBuf> {
     let store = LeaseStore::open(&params.base.config.resolved_root(), ProcessGroups::default())?;
-    let id = params.lease.provider_lease_id.as_deref().unwrap_or_default();
-    let dir = store.active_dir(id)?;
+    let dir = store.active_dir(params.lease.required_id()?)?;
     dir.canonicalize().map_err(|e| LocalError::io("resolve the lease directory", e))
 }
 

@@ -26,7 +26,7 @@ fn fixture(body: &str) -> Fixture {
     let detection =
         Detection { wrapper: Some(wrapper), reason: "stand-in".into(), facts: Default::default() };
     Fixture {
-        provider: BwrapProvider::with_detection(HostProfile::Paperclip2026_11, detection),
+        provider: BwrapProvider::with_detection(detection),
         root: tempfile::tempdir().unwrap(),
         bin,
     }
@@ -128,10 +128,7 @@ async fn off_and_missing_prerequisites_are_plain_with_a_reason() {
         Mode::Plain(why) => assert!(why.contains("disabled by config"), "{why}"),
         other => panic!("{other:?}"),
     }
-    let missing = BwrapProvider::with_detection(
-        HostProfile::Paperclip2026_11,
-        Detection::plain("bwrap is not on the PATH"),
-    );
+    let missing = BwrapProvider::with_detection(Detection::plain("bwrap is not on the PATH"));
     assert_eq!(
         missing.mode_for(BwrapSetting::Auto),
         Mode::Plain("bwrap is not on the PATH".into())
@@ -154,7 +151,9 @@ fn the_config_schema_is_the_local_one_plus_bwrap() {
     let names: Vec<&str> = properties.keys().map(String::as_str).collect();
     assert_eq!(names, ["root", "syncTimeoutMs", "bwrap"]);
     // `root` and `syncTimeoutMs` are the local provider's, described as there.
-    let local = local_provider::provider::LocalProvider::manifest(HostProfile::Paperclip2026_11);
+    let local = local_provider::provider::LocalProvider::manifest(
+        paperclip_sandbox_protocol::HostProfile::Paperclip2026_11,
+    );
     let local = local.to_value();
     let local = local["environmentDrivers"][0]["configSchema"]["properties"].as_object().unwrap();
     for (key, property) in local {
@@ -166,7 +165,7 @@ fn the_config_schema_is_the_local_one_plus_bwrap() {
 /// not fit names the path, never the value; a valid one is normalized with `bwrap` explicit.
 #[tokio::test]
 async fn validate_config_is_typed_and_normalizes_bwrap() {
-    let p = BwrapProvider::with_detection(HostProfile::Paperclip2026_11, Detection::plain("x"));
+    let p = BwrapProvider::with_detection(Detection::plain("x"));
     let client = paperclip_sandbox_sdk::testing::TestClient::new(p);
     let validate = |config: Value| json!({"driverKey": "bwrap", "config": config});
     let cases = [

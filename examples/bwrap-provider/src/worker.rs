@@ -3,22 +3,16 @@
 //! Every lifecycle and sync hook, and `environmentValidateConfig`, is the local provider's own
 //! [`SandboxProvider`] hook, delegated as is (`#[provider(delegate = LocalDriver<BwrapConfig>)]`:
 //! same wire errors and envelopes, the typed [`BwrapConfig`]). `environmentProbe` and
-//! `environmentExecute` go through [`BwrapProvider`]; their errors map as the local provider's do (`-32602` for invalid params,
-//! else `-32002` with the message).
+//! `environmentExecute` go through [`BwrapProvider`] and return its [`LocalError`], which the SDK
+//! kit converts as it converts the local provider's (`-32602` for invalid params, else `-32002`
+//! with the message).
 
-use local_provider::error::{ErrorKind, LocalError};
+use local_provider::error::LocalError;
 use local_provider::provider::LocalDriver;
 use paperclip_sandbox_sdk::prelude::*;
 
 use crate::config::BwrapConfig;
 use crate::provider::BwrapProvider;
-
-fn wire_error(e: LocalError) -> ProviderError {
-    match e.kind {
-        ErrorKind::InvalidParams => ProviderError::invalid_params(e.message),
-        _ => ProviderError::worker(e.message),
-    }
-}
 
 impl AsRef<LocalDriver<BwrapConfig>> for BwrapProvider {
     fn as_ref(&self) -> &LocalDriver<BwrapConfig> {
@@ -31,23 +25,18 @@ impl AsRef<LocalDriver<BwrapConfig>> for BwrapProvider {
 /// [`BwrapConfig`].
 #[paperclip_sandbox_sdk::provider(delegate = LocalDriver<BwrapConfig>)]
 impl SandboxProvider for BwrapProvider {
-    async fn probe(
-        &self,
-        params: ProbeParams<BwrapConfig>,
-        _cx: Context,
-    ) -> HookResult<ProbeResult> {
-        BwrapProvider::probe(self, &params).await.map_err(wire_error)
+    async fn probe(&self, params: ProbeParams<BwrapConfig>) -> Result<ProbeResult, LocalError> {
+        BwrapProvider::probe(self, &params).await
     }
 
     async fn execute(
         &self,
         params: ExecuteParams<BwrapConfig>,
         cx: Context,
-    ) -> HookResult<ExecuteResult> {
+    ) -> Result<ExecuteResult, LocalError> {
         let cancel = cx.cancellation().clone();
         let mut sink = &cx;
         BwrapProvider::execute(self, &params, &mut sink, async move { cancel.cancelled().await })
             .await
-            .map_err(wire_error)
     }
 }

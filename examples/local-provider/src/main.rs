@@ -24,7 +24,7 @@ fn main() -> ExitCode {
     // `--manifest [--profile …]` prints the derived manifest and exits; a bad argument exits 2.
     let profile = paperclip_sandbox_sdk::cli::handle_args::<LocalProvider>();
     paperclip_sandbox_sdk::init_tracing();
-    let mut worker = Worker::new(LocalProvider::new(profile));
+    let mut worker = Worker::new(LocalProvider::new()).profile(profile);
     if let Some(limit) = std::env::var(FRAME_LIMIT_ENV).ok().and_then(|v| v.parse::<usize>().ok()) {
         worker = worker.frame_limit(limit);
     }

@@ -68,16 +68,16 @@ use crate::sync::{self, Direction};
 pub struct LocalProvider(LocalDriver<LocalConfig>);
 
 impl LocalProvider {
-    /// A provider answering as the host `profile` expects (it decides whether
-    /// `minimumTimeoutMs` is read).
-    pub fn new(profile: HostProfile) -> Self {
-        Self(LocalDriver::new(profile))
+    /// A provider. The host profile it answers for (which decides whether `minimumTimeoutMs`
+    /// is read) is the worker's, read per call from the context.
+    pub fn new() -> Self {
+        Self(LocalDriver::new())
     }
 }
 
 impl Default for LocalProvider {
     fn default() -> Self {
-        Self::new(HostProfile::Paperclip2026_11)
+        Self::new()
     }
 }
 
@@ -100,7 +100,6 @@ impl AsRef<LocalDriver<LocalConfig>> for LocalProvider {
 #[derive(Debug, Clone)]
 pub struct LocalDriver<C> {
     groups: ProcessGroups,
-    profile: HostProfile,
     channels: DuplexChannels,
     config: std::marker::PhantomData<fn() -> C>,
 }
@@ -110,11 +109,7 @@ fn store(config: &impl LocalSettings, groups: &ProcessGroups) -> Result<LeaseSto
 }
 
 fn lease_id(lease: &Lease) -> Result<&str> {
-    lease
-        .provider_lease_id
-        .as_deref()
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| LocalError::invalid("lease.providerLeaseId is required"))
+    Ok(lease.required_id()?)
 }
 
 fn to_wire_lease(lease: leases::Lease) -> Lease {
@@ -165,13 +160,17 @@ fn root_writable(root: &Path) -> std::result::Result<(), String> {
     std::fs::remove_file(&probe).map_err(|e| format!("cannot clean up in the root: {e}"))
 }
 
+impl<C: LocalSettings> Default for LocalDriver<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<C: LocalSettings> LocalDriver<C> {
-    /// A driver answering as the host `profile` expects (it decides whether
-    /// `minimumTimeoutMs` is read).
-    pub fn new(profile: HostProfile) -> Self {
+    /// A driver with no running commands and no open channels.
+    pub fn new() -> Self {
         Self {
             groups: ProcessGroups::default(),
-            profile,
             channels: DuplexChannels::default(),
             config: std::marker::PhantomData,
         }
@@ -206,11 +205,6 @@ impl<C: LocalSettings> LocalDriver<C> {
         } else {
             BackgroundWork::None
         }
-    }
-
-    /// The host profile.
-    pub fn profile(&self) -> HostProfile {
-        self.profile
     }
 
     /// Worker shutdown: kill every command still running in any lease (their files stay).
@@ -331,12 +325,7 @@ impl<C: LocalSettings> LocalDriver<C> {
         let store = store(&params.base.config, &self.groups)?;
         // Stop takes the release params, whose lease id may be null: nothing to stop then,
         // and no receipt can name it.
-        let id = params
-            .provider_lease_id
-            .as_deref()
-            .filter(|id| !id.is_empty())
-            .ok_or_else(|| LocalError::invalid("providerLeaseId is required to stop a lease"))?
-            .to_owned();
+        let id = params.required_lease_id()?.to_owned();
         blocking(move || store.stop(&id)).await.map(to_wire_receipt)
     }
 
@@ -377,13 +366,17 @@ impl<C: LocalSettings> LocalDriver<C> {
         Ok(out.into_execute_result())
     }
 
-    /// `environmentSyncIn` / `environmentSyncOut`, bounded by max(`minimumTimeoutMs`,
-    /// `syncTimeoutMs`).
-    pub async fn sync(&self, direction: Direction, params: &SyncParams<C>) -> Result<SyncResult> {
+    /// `environmentSyncIn` / `environmentSyncOut` from a host of `profile`, bounded by
+    /// max(`minimumTimeoutMs`, read from `paperclip-2026-11` hosts only, `syncTimeoutMs`).
+    pub async fn sync(
+        &self,
+        direction: Direction,
+        params: &SyncParams<C>,
+        profile: HostProfile,
+    ) -> Result<SyncResult> {
         let cfg = &params.base.config;
-        let timeout_ms =
-            sync::effective_timeout_ms(params, self.profile, cfg.sync_timeout_ms().get())
-                .map_err(|e| LocalError::invalid(e.to_string()))?;
+        let timeout_ms = sync::effective_timeout_ms(params, profile, cfg.sync_timeout_ms().get())
+            .map_err(|e| LocalError::invalid(e.to_string()))?;
         let store = LeaseStore::open(&cfg.resolved_root(), self.groups.clone())?;
         let dir = store.active_dir(lease_id(&params.lease)?)?;
         let ops = sync::operations_from_wire(&params.operations)?;

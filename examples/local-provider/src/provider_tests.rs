@@ -1,6 +1,8 @@
 //! Unit tests of [`super`]: the hooks on typed params, against a temporary root.
 
 use super::*;
+
+const NOV: HostProfile = HostProfile::Paperclip2026_11;
 use paperclip_sandbox_sdk::OutputStream;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -37,6 +39,7 @@ async fn full_lifecycle_on_typed_params() {
             &params(&root, json!({"lease": wire_lease, "minimumTimeoutMs": 1000, "operations": [
                 {"operationId": "op", "files": [{"sourcePath": host_file, "targetPath": target, "kind": "file", "mode": 416}]}
             ]})),
+            NOV,
         )
         .await
         .unwrap();
@@ -106,13 +109,16 @@ async fn validate_probe_and_minimum_timeout() {
     let lease = p.acquire(&params(&root, json!({"runId": "r"}))).await.unwrap();
     let sync: SyncParams<LocalConfig> =
         params(&root, json!({"lease": lease, "operations": [], "minimumTimeoutMs": 0}));
-    assert_eq!(p.sync(Direction::In, &sync).await.unwrap_err().kind, ErrorKind::InvalidParams);
+    assert_eq!(p.sync(Direction::In, &sync, NOV).await.unwrap_err().kind, ErrorKind::InvalidParams);
     // The September profile predates the field and ignores it.
-    let old = LocalProvider::new(HostProfile::Paperclip2026_09);
-    assert!(old.sync(Direction::In, &sync).await.unwrap().operations.is_empty());
+    let old = HostProfile::Paperclip2026_09;
+    assert!(p.sync(Direction::In, &sync, old).await.unwrap().operations.is_empty());
     let no_lease: SyncParams<LocalConfig> =
         params(&root, json!({"lease": {"providerLeaseId": null}, "operations": []}));
-    assert_eq!(p.sync(Direction::Out, &no_lease).await.unwrap_err().kind, ErrorKind::InvalidParams);
+    assert_eq!(
+        p.sync(Direction::Out, &no_lease, NOV).await.unwrap_err().kind,
+        ErrorKind::InvalidParams
+    );
 }
 
 #[tokio::test]

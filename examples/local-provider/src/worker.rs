@@ -18,21 +18,13 @@
 //! `environmentExecute` streams output through [`Context::execute_log`] and kills the command's
 //! process group when the call is cancelled (for example by `shutdown`).
 
-use paperclip_sandbox_protocol::envelope::StopErrorReason;
 use paperclip_sandbox_sdk::prelude::*;
 
 use crate::config::{LocalConfig, LocalSettings};
 use crate::duplex::DuplexChannels;
-use crate::error::{ErrorKind, LocalError};
+use crate::error::LocalError;
 use crate::provider::{LocalDriver, LocalProvider};
 use crate::sync::Direction;
-
-fn wire_error(e: LocalError) -> ProviderError {
-    match e.kind {
-        ErrorKind::InvalidParams => ProviderError::invalid_params(e.message),
-        _ => ProviderError::worker(e.message),
-    }
-}
 
 pub use paperclip_sandbox_sdk::kit::{sync_diagnostic, sync_error};
 
@@ -40,12 +32,14 @@ pub use paperclip_sandbox_sdk::kit::{sync_diagnostic, sync_error};
 #[paperclip_sandbox_sdk::provider(delegate = LocalDriver<LocalConfig>)]
 impl SandboxProvider for LocalProvider {}
 
+// The hooks return `LocalError`, which the SDK kit converts by itself per method (the table
+// in the module docs); they name a `Context` only where they use it.
 #[paperclip_sandbox_sdk::provider]
 impl<C: LocalSettings> SandboxProvider for LocalDriver<C> {
     // Generic, so a wrapping provider with a larger config can delegate here.
     type Config = C;
 
-    async fn shutdown(&self, _: ShutdownParams, _cx: Context) -> HookResult<()> {
+    async fn shutdown(&self, _: ShutdownParams) -> HookResult<()> {
         let killed = LocalDriver::shutdown(self);
         tracing::info!(killed, "shutdown: ended the commands still running");
         Ok(())
@@ -54,97 +48,85 @@ impl<C: LocalSettings> SandboxProvider for LocalDriver<C> {
     async fn validate_config(
         &self,
         params: ValidateConfigParams<C>,
-        _cx: Context,
     ) -> HookResult<ValidateConfigResult> {
         Ok(LocalDriver::validate_config(self, &params))
     }
 
-    async fn probe(&self, params: ProbeParams<C>, _cx: Context) -> HookResult<ProbeResult> {
+    async fn probe(&self, params: ProbeParams<C>) -> Result<ProbeResult, LocalError> {
         // A deliberate stray `println!`: it demonstrates the SDK's stdout guard. The runtime
         // points fd 1 at stderr, so this line reaches the host's stderr log, never the
         // protocol stream (the wire tests check that stdout stays pure).
         println!("local-provider: probe called (stdout guard demonstration: this goes to stderr)");
-        LocalDriver::probe(self, &params).await.map_err(wire_error)
+        LocalDriver::probe(self, &params).await
     }
 
     async fn acquire_lease(
         &self,
         params: AcquireLeaseParams<C>,
-        _cx: Context,
-    ) -> HookResult<AcquireLeaseResult> {
-        self.acquire(&params).await.map_err(wire_error)
+    ) -> Result<AcquireLeaseResult, LocalError> {
+        self.acquire(&params).await
     }
 
     async fn resume_lease(
         &self,
         params: ResumeLeaseParams<C>,
-        _cx: Context,
-    ) -> HookResult<ResumeLeaseResult> {
-        self.resume(&params).await.map_err(wire_error)
+    ) -> Result<ResumeLeaseResult, LocalError> {
+        self.resume(&params).await
     }
 
-    async fn release_lease(
-        &self,
-        params: ReleaseLeaseParams<C>,
-        _cx: Context,
-    ) -> HookResult<Released> {
-        self.release(&params).await.map(Released::from).map_err(wire_error)
+    async fn release_lease(&self, params: ReleaseLeaseParams<C>) -> Result<Released, LocalError> {
+        self.release(&params).await.map(Released::from)
     }
 
-    async fn destroy_lease(
-        &self,
-        params: DestroyLeaseParams<C>,
-        _cx: Context,
-    ) -> HookResult<Destroyed> {
-        if let Some(id) = params.provider_lease_id.as_deref() {
+    async fn destroy_lease(&self, params: DestroyLeaseParams<C>) -> Result<Destroyed, LocalError> {
+        if let Some(id) = params.lease_id() {
             self.channels().close_lease(id);
         }
-        self.destroy(&params).await.map(Destroyed::from).map_err(wire_error)
+        self.destroy(&params).await.map(Destroyed::from)
     }
 
-    async fn stop_lease(
-        &self,
-        params: StopLeaseParams<C>,
-        _cx: Context,
-    ) -> HookResult<StopLeaseResult> {
-        if let Some(id) = params.provider_lease_id.as_deref() {
+    async fn stop_lease(&self, params: StopLeaseParams<C>) -> Result<StopLeaseResult, LocalError> {
+        if let Some(id) = params.lease_id() {
             self.channels().close_lease(id);
         }
-        self.stop(&params).await.map_err(|e| match e.kind {
-            ErrorKind::InvalidParams => wire_error(e),
-            _ => ProviderError::stop(e.message, StopErrorReason::Unrecoverable),
-        })
+        self.stop(&params).await
     }
 
     async fn realize_workspace(
         &self,
         params: RealizeWorkspaceParams<C>,
-        _cx: Context,
-    ) -> HookResult<RealizeWorkspaceResult> {
-        self.realize(&params).await.map_err(wire_error)
+    ) -> Result<RealizeWorkspaceResult, LocalError> {
+        self.realize(&params).await
     }
 
-    async fn execute(&self, params: ExecuteParams<C>, cx: Context) -> HookResult<ExecuteResult> {
+    async fn execute(
+        &self,
+        params: ExecuteParams<C>,
+        cx: Context,
+    ) -> Result<ExecuteResult, LocalError> {
         let cancel = cx.cancellation().clone();
         let mut sink = &cx;
         LocalDriver::execute(self, &params, &mut sink, async move { cancel.cancelled().await })
             .await
-            .map_err(wire_error)
     }
 
-    async fn sync_in(&self, params: SyncInParams<C>, _cx: Context) -> HookResult<SyncResult> {
-        self.sync(Direction::In, &params).await.map_err(sync_error)
-    }
-
-    async fn sync_out(&self, params: SyncOutParams<C>, _cx: Context) -> HookResult<SyncResult> {
-        self.sync(Direction::Out, &params).await.map_err(sync_error)
-    }
-
-    async fn idle_drain(
+    async fn sync_in(
         &self,
-        _params: PrepareIdleSleepParams,
-        _cx: Context,
-    ) -> HookResult<BackgroundWork> {
+        params: SyncInParams<C>,
+        cx: Context,
+    ) -> Result<SyncResult, LocalError> {
+        self.sync(Direction::In, &params, cx.profile()).await
+    }
+
+    async fn sync_out(
+        &self,
+        params: SyncOutParams<C>,
+        cx: Context,
+    ) -> Result<SyncResult, LocalError> {
+        self.sync(Direction::Out, &params, cx.profile()).await
+    }
+
+    async fn idle_drain(&self, _: PrepareIdleSleepParams) -> HookResult<BackgroundWork> {
         Ok(self.background_work())
     }
 
@@ -152,32 +134,26 @@ impl<C: LocalSettings> SandboxProvider for LocalDriver<C> {
         &self,
         params: DuplexChannelOpenParams,
         cx: Context,
-    ) -> HookResult<DuplexChannelOpenResult> {
+    ) -> Result<DuplexChannelOpenResult, LocalError> {
         let session = DuplexChannels::new_session_id();
         let sender = cx.duplex_channel_sender(&params.host_route_id, &session);
-        self.channels().open(&params, session, self.groups(), sender).await.map_err(wire_error)
+        self.channels().open(&params, session, self.groups(), sender).await
     }
 
     async fn duplex_channel_write(
         &self,
         params: DuplexChannelWriteParams,
-        _cx: Context,
-    ) -> HookResult<()> {
-        self.channels().write(&params).await.map_err(wire_error)
+    ) -> Result<(), LocalError> {
+        self.channels().write(&params).await
     }
 
-    async fn duplex_channel_stop(
-        &self,
-        params: DuplexChannelStopParams,
-        _cx: Context,
-    ) -> HookResult<()> {
-        self.channels().stop(&params).map_err(wire_error)
+    async fn duplex_channel_stop(&self, params: DuplexChannelStopParams) -> Result<(), LocalError> {
+        self.channels().stop(&params)
     }
 
     async fn duplex_channel_close(
         &self,
         params: DuplexChannelCloseParams,
-        _cx: Context,
     ) -> HookResult<DuplexChannelCloseResult> {
         Ok(self.channels().close(&params))
     }
@@ -186,6 +162,7 @@ impl<C: LocalSettings> SandboxProvider for LocalDriver<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
     use paperclip_sandbox_protocol::envelope::sync_error::{
         SyncErrorCode, TransferFailureKind, TransferStep,
     };

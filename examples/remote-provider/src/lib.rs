@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use paperclip_sandbox_sdk::output::OutputCollector;
 use paperclip_sandbox_sdk::prelude::*;
+use paperclip_sandbox_sdk::protocol::methods::CarriesConfig;
 
 pub mod acquire;
 pub mod api;
@@ -64,25 +65,41 @@ impl RemoteProvider {
     pub fn new() -> Self {
         RemoteProvider::default()
     }
+}
 
-    /// The API client of the account in `config`, once the rule across keys holds, its
-    /// requests bounded by the deadline of the call `cx` serves.
-    fn client(&self, config: &RemoteConfig, cx: &Context) -> Result<ApiClient, ProviderError> {
-        config.check().map_err(ProviderError::invalid_params)?;
-        let timeout = config.request_timeout();
-        let http = api::http_client_for(&self.http, config.ca_file.as_deref())
-            .map_err(ProviderError::invalid_params)?;
-        let client = ApiClient::new(http, &config.base_url, config.api_key.clone(), timeout);
-        Ok(client.with_deadline(cx.call_deadline()))
+/// The backend of one account (a config): its API client and its config. The SDK opens it
+/// with `connect` for the first call of a config, shares it with the later calls of the same
+/// config and drops it when the host sends `configChanged`.
+#[derive(Debug)]
+pub struct Account {
+    client: ApiClient,
+    config: RemoteConfig,
+}
+
+impl Account {
+    /// The account's client, its requests bounded by the deadline of the call `cx` serves.
+    fn client(&self, cx: &Context) -> ApiClient {
+        self.client.clone().with_deadline(cx.call_deadline())
     }
 }
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for RemoteProvider {
+    type Backend = Account;
+
+    /// The account of `config`, once the rule across keys holds.
+    async fn connect(&self, config: &RemoteConfig) -> HookResult<Account> {
+        config.check().map_err(ProviderError::invalid_params)?;
+        let http = api::http_client_for(&self.http, config.ca_file.as_deref())
+            .map_err(ProviderError::invalid_params)?;
+        let timeout = config.request_timeout();
+        let client = ApiClient::new(http, &config.base_url, config.api_key.clone(), timeout);
+        Ok(Account { client, config: config.clone() })
+    }
+
     async fn validate_config(
         &self,
         params: ValidateConfigParams<RemoteConfig>,
-        _cx: Context,
     ) -> HookResult<ValidateConfigResult> {
         Ok(match params.config.check() {
             Ok(()) => ValidateConfigResult::valid(),
@@ -95,15 +112,17 @@ impl SandboxProvider for RemoteProvider {
         params: ProbeParams<RemoteConfig>,
         cx: Context,
     ) -> HookResult<ProbeResult> {
-        let client = match self.client(&params.base.config, &cx) {
-            Ok(c) => c,
+        // A config the account cannot be opened from is the probe's finding, not its error:
+        // the probe opens the account itself rather than taking the cached backend.
+        let account = match self.connect(params.config()).await {
+            Ok(account) => account,
             Err(e) => {
                 let diagnostic = Diagnostic::new(DiagnosticSeverity::Error, e.message())
                     .with_code("invalid_config");
                 return Ok(ProbeResult::new(false).with_diagnostic(diagnostic));
             }
         };
-        Ok(match client.health().await {
+        Ok(match account.client(&cx).health().await {
             Ok(()) => ProbeResult::new(true).with_summary("The sandbox API is reachable"),
             Err(e) => ProbeResult::new(false)
                 .with_summary("The sandbox API is not reachable")
@@ -117,57 +136,58 @@ impl SandboxProvider for RemoteProvider {
     async fn acquire_lease(
         &self,
         params: AcquireLeaseParams<RemoteConfig>,
+        account: &Account,
         cx: Context,
     ) -> HookResult<AcquireLeaseResult> {
-        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
-        acquire::acquire(&client, config, &params).await
+        acquire::acquire(&account.client(&cx), &account.config, &params).await
     }
 
     async fn resume_lease(
         &self,
         params: ResumeLeaseParams<RemoteConfig>,
+        account: &Account,
         cx: Context,
     ) -> HookResult<ResumeLeaseResult> {
-        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
-        lifecycle::resume(&client, config, &params).await
+        lifecycle::resume(&account.client(&cx), &account.config, &params).await
     }
 
     async fn release_lease(
         &self,
         params: ReleaseLeaseParams<RemoteConfig>,
+        account: &Account,
         cx: Context,
     ) -> HookResult<Released> {
-        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
-        lifecycle::release(&client, config, &params).await.map(Released::from)
+        lifecycle::release(&account.client(&cx), &account.config, &params).await.map(Released::from)
     }
 
     async fn destroy_lease(
         &self,
         params: DestroyLeaseParams<RemoteConfig>,
+        account: &Account,
         cx: Context,
     ) -> HookResult<Destroyed> {
-        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
-        lifecycle::destroy(&client, config, &params).await.map(Destroyed::from)
+        lifecycle::destroy(&account.client(&cx), &account.config, &params)
+            .await
+            .map(Destroyed::from)
     }
 
     async fn stop_lease(
         &self,
         params: StopLeaseParams<RemoteConfig>,
+        account: &Account,
         cx: Context,
     ) -> HookResult<StopLeaseResult> {
-        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
-        lifecycle::stop_lease(&client, config, &params).await
+        lifecycle::stop_lease(&account.client(&cx), &account.config, &params).await
     }
 
     async fn execute(
         &self,
         params: ExecuteParams<RemoteConfig>,
+        account: &Account,
         cx: Context,
     ) -> HookResult<ExecuteResult> {
-        let (client, config) = (self.client(&params.base.config, &cx)?, &params.base.config);
-        let Some(id) = params.lease.provider_lease_id.as_deref() else {
-            return Err(ProviderError::invalid_params("lease.providerLeaseId is null"));
-        };
+        let (client, config) = (account.client(&cx), &account.config);
+        let id = params.lease.required_id()?;
         let request = ExecRequest {
             command: params.command.clone(),
             args: params.args.clone().unwrap_or_default(),

@@ -234,10 +234,7 @@ pub async fn stop_lease(
 ) -> Result<TerminationReceipt, ProviderError> {
     // Stop takes the release params, whose lease id may be null: there is nothing to stop and
     // no receipt could name it.
-    let Some(id) = params.provider_lease_id.as_deref().filter(|id| !id.is_empty()) else {
-        return Err(ProviderError::invalid_params("providerLeaseId is required to stop a lease"));
-    };
-    stop_preserving(client, config, id).await
+    stop_preserving(client, config, params.required_lease_id()?).await
 }
 
 /// Stop-only preservation of sandbox `id`: recover once if needed, disable auto-delete and

@@ -18,5 +18,6 @@ fn main() -> std::io::Result<()> {
     let profile = paperclip_sandbox_sdk::cli::handle_args::<RemoteProvider>();
     paperclip_sandbox_sdk::init_tracing();
     tracing::info!(%profile, "remote-provider serving on stdio");
-    paperclip_sandbox_sdk::run(RemoteProvider::new())
+    let worker = paperclip_sandbox_sdk::Worker::new(RemoteProvider::new()).profile(profile);
+    worker.run_stdio().map(|never| match never {})
 }

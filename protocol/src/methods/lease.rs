@@ -103,7 +103,41 @@ pub struct Lease {
     pub extra: JsonObject,
 }
 
+/// The host sent no lease id (absent, `null` or empty) where the call needs one. Its message
+/// names the params path (`lease.providerLeaseId is required`); the SDK answers it `-32602`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MissingLeaseId {
+    path: &'static str,
+}
+
+impl MissingLeaseId {
+    /// The params path of the missing id (`lease.providerLeaseId` or `providerLeaseId`).
+    pub fn path(&self) -> &'static str {
+        self.path
+    }
+}
+
+impl std::fmt::Display for MissingLeaseId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} is required", self.path)
+    }
+}
+
+impl std::error::Error for MissingLeaseId {}
+
+/// The id in `id` when it is present and not empty, else [`MissingLeaseId`] at `path`.
+fn required_id<'a>(id: Option<&'a str>, path: &'static str) -> Result<&'a str, MissingLeaseId> {
+    id.filter(|id| !id.is_empty()).ok_or(MissingLeaseId { path })
+}
+
 impl Lease {
+    /// The lease's `providerLeaseId` as the params of `environmentExecute`, sync and
+    /// `environmentRealizeWorkspace` carry it (`params.lease`): [`MissingLeaseId`] naming
+    /// `lease.providerLeaseId` when the host sent none or an empty one.
+    pub fn required_id(&self) -> Result<&str, MissingLeaseId> {
+        required_id(self.provider_lease_id.as_deref(), "lease.providerLeaseId")
+    }
+
     /// A lease on the allocation `provider_lease_id`, without metadata or expiry.
     pub fn new(provider_lease_id: impl Into<String>) -> Self {
         Lease { provider_lease_id: Some(provider_lease_id.into()), ..Lease::default() }
@@ -564,10 +598,18 @@ impl ReleaseLeaseParams {
     pub fn cancel_active_work(&self) -> bool {
         self.cancel_active_work.unwrap_or(false)
     }
+}
 
+impl<C> ReleaseLeaseParams<C> {
     /// The lease id, when the host has one.
     pub fn lease_id(&self) -> Option<&str> {
         self.provider_lease_id.as_deref()
+    }
+
+    /// The lease id for a call that needs one (stop): [`MissingLeaseId`] naming
+    /// `providerLeaseId` when the host sent none or an empty one.
+    pub fn required_lease_id(&self) -> Result<&str, MissingLeaseId> {
+        required_id(self.lease_id(), "providerLeaseId")
     }
 }
 

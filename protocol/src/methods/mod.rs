@@ -17,6 +17,12 @@ macro_rules! map_config {
                 Ok($name { base: self.base.map_config(f)?, $($field: self.$field),* })
             }
         }
+
+        impl<C> $crate::methods::CarriesConfig<C> for $name<C> {
+            fn config(&self) -> &C {
+                &self.base.config
+            }
+        }
     };
     (config $name:ident { $($field:ident),* }) => {
         impl<C> $name<C> {
@@ -25,7 +31,21 @@ macro_rules! map_config {
                 Ok($name { config: f(self.config)?, $($field: self.$field),* })
             }
         }
+
+        impl<C> $crate::methods::CarriesConfig<C> for $name<C> {
+            fn config(&self) -> &C {
+                &self.config
+            }
+        }
     };
+}
+
+/// Params that carry the environment config (`config`, or `base.config`): every params type
+/// generic over the config implements it, so code generic over the params type (the SDK's
+/// per-config backend) reads the config through one accessor.
+pub trait CarriesConfig<C> {
+    /// The environment config of the call.
+    fn config(&self) -> &C;
 }
 
 /// A params type of an `environment*` method: the base params ([`EnvironmentBaseParams`],

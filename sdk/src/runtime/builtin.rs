@@ -139,6 +139,8 @@ pub(crate) async fn config_changed(
     params: Option<&RawValue>,
     cx: Context,
 ) -> Result<ResultJson, ErrorObject> {
+    // The backends opened from the old config go; the next call opens one from the new.
+    shared.peer.backends().clear();
     if shared.implements(Method::ConfigChanged) {
         shared.call_hook(Method::ConfigChanged, params, cx).await?;
     }

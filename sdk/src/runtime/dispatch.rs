@@ -68,7 +68,11 @@ fn route(shared: &Shared, method: &str) -> Route {
         Method::ReleaseIdleSleep => Route::ReleaseIdleSleep,
         Method::PrepareIdleSleep => Route::Task(method),
         Method::Health if !shared.implements(method) => Route::Result(builtin::HEALTH_OK),
-        Method::ConfigChanged if !shared.implements(method) => Route::Result("null"),
+        Method::ConfigChanged if !shared.implements(method) => {
+            // Answered in line; the backends of the old config go all the same.
+            shared.peer.backends().clear();
+            Route::Result("null")
+        }
         Method::Initialize | Method::Health | Method::Shutdown | Method::ConfigChanged => {
             Route::Task(method)
         }

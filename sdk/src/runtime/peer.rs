@@ -42,6 +42,10 @@ pub(crate) struct Peer {
     /// Calls the host has not answered yet, timed out ones included: each counts as running
     /// work for idle sleep until the host's answer arrives (only it proves the host is done).
     unsettled: Mutex<HashMap<u64, Admission>>,
+    /// The host profile the worker serves (`Context::profile`).
+    profile: paperclip_sandbox_protocol::HostProfile,
+    /// The provider's open backends, by config (`crate::backend`).
+    backends: crate::backend::Backends,
 }
 
 impl Peer {
@@ -55,7 +59,25 @@ impl Peer {
             timeout,
             idle,
             unsettled: Mutex::default(),
+            profile: paperclip_sandbox_protocol::HostProfile::default(),
+            backends: crate::backend::Backends::default(),
         }
+    }
+
+    /// This peer serving hosts of `profile`.
+    pub(crate) fn with_profile(mut self, profile: paperclip_sandbox_protocol::HostProfile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// The host profile the worker serves.
+    pub(crate) fn profile(&self) -> paperclip_sandbox_protocol::HostProfile {
+        self.profile
+    }
+
+    /// The provider's open backends.
+    pub(crate) fn backends(&self) -> &crate::backend::Backends {
+        &self.backends
     }
 
     fn unsettled(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Admission>> {

@@ -61,6 +61,9 @@ pub struct RuntimeConfig {
     /// `loginPtyInput`; [`DEFAULT_MAX_PENDING_STREAM_BYTES`]); a write past it is refused with
     /// `-32002` (one write alone is always admitted).
     pub max_pending_stream_bytes: usize,
+    /// The host profile the worker serves ([`Context::profile`](crate::Context::profile));
+    /// default: `paperclip-2026-11`.
+    pub profile: paperclip_sandbox_protocol::HostProfile,
 }
 
 impl Default for RuntimeConfig {
@@ -72,6 +75,7 @@ impl Default for RuntimeConfig {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             max_pending_request_bytes: DEFAULT_MAX_PENDING_REQUEST_BYTES,
             max_pending_stream_bytes: DEFAULT_MAX_PENDING_STREAM_BYTES,
+            profile: paperclip_sandbox_protocol::HostProfile::default(),
         }
     }
 }
@@ -169,7 +173,10 @@ where
 {
     let (sink, writer_task) = spawn_writer(writer);
     let idle = Arc::new(IdleGate::default());
-    let peer = Arc::new(Peer::new(sink.clone(), config.host_call_timeout, idle.clone()));
+    let peer = Arc::new(
+        Peer::new(sink.clone(), config.host_call_timeout, idle.clone())
+            .with_profile(config.profile),
+    );
     let (stop, stopped) = watch::channel(false);
     let shared = Arc::new(Shared {
         handler,

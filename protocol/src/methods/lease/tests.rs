@@ -287,3 +287,17 @@ fn remote_cwd_is_set_into_metadata_and_read_as_the_host_reads_it() {
         assert_eq!(lease.remote_cwd(), want);
     }
 }
+
+#[test]
+fn required_lease_ids_name_their_path() {
+    assert_eq!(Lease::new("l-1").required_id(), Ok("l-1"));
+    for lease in [Lease::default(), Lease::new("")] {
+        let err = lease.required_id().unwrap_err();
+        assert_eq!(err.to_string(), "lease.providerLeaseId is required");
+    }
+    let base: EnvironmentBaseParams = from_json(base_json());
+    assert_eq!(ReleaseLeaseParams::stop(base.clone(), "x").required_lease_id(), Ok("x"));
+    let none = ReleaseLeaseParams::new(base, None).required_lease_id().unwrap_err();
+    assert_eq!(none.path(), "providerLeaseId");
+    assert_eq!(none.to_string(), "providerLeaseId is required");
+}
