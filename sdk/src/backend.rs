@@ -12,7 +12,7 @@
 //! - dropped when the host sends `configChanged`, and evicted (the least recently used first)
 //!   past [`MAX_BACKENDS`] configs;
 //! - when `connect` fails, its error is the call's error (converted for the call's method by
-//!   [`IntoProviderError`](crate::IntoProviderError)), and the next call tries again.
+//!   [`IntoProviderError`]), and the next call tries again.
 //!
 //! A backend is dropped only when no call holds it any more (hooks hold an `Arc`).
 

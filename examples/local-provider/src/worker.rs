@@ -6,7 +6,7 @@
 //!
 //! | Error kind | Answer |
 //! |---|---|
-//! | [`ErrorKind::InvalidParams`] | `-32602 Invalid params: …` |
+//! | [`ErrorKind::InvalidParams`](crate::error::ErrorKind::InvalidParams) | `-32602 Invalid params: …` |
 //! | any other kind, on `environmentSyncOut` (the SDK drops it on `environmentSyncIn`, as upstream) | `-32002` with the sync-error envelope (`errorCode` from the OS error, `ETIMEDOUT` for a timeout, `exitCode` and `transferFailureKind: command_failed` for a failed post-upload command, `transferStep: sandbox_guard` for a confinement refusal) |
 //! | any other kind, on `environmentStopLease` | `-32002` with the stop-error envelope, reason `unrecoverable` |
 //! | any other kind | `-32002` with the message |
