@@ -336,13 +336,17 @@ pub fn unpack<R: Read>(
         if rel.components().any(|c| reserved(&c.as_os_str().to_string_lossy())) {
             continue;
         }
-        if !rel_str.is_empty() && rules.excludes.is_excluded(&rel_str) {
+        // As `tar --exclude` does (it matches leading directories too): an entry below an
+        // excluded directory is excluded with it.
+        if !rel_str.is_empty() && excluded_with_ancestors(&rules.excludes, &rel) {
             continue;
         }
-        if rel.ancestors().skip(1).any(|a| links.contains(a)) {
+        // An entry at or below a symlink this archive made would be written through the link
+        // (a symlink `x -> ~/.bashrc` followed by a file `x`).
+        if rel.ancestors().any(|a| links.contains(a)) {
             return Err(KitError::new(
                 ErrorKind::Confinement,
-                "an archive entry lies below a symlink",
+                "an archive entry lies at or below a symlink",
             ));
         }
         let kind = entry.header().entry_type();
@@ -378,7 +382,7 @@ pub fn unpack<R: Read>(
             t.files += 1;
         } else if kind.is_file() {
             let mode = rules.mode.unwrap_or(mode);
-            let mut f = File::create(&path).map_err(io_err("creating", &path))?;
+            let mut f = create_no_follow(&path).map_err(io_err("creating", &path))?;
             let n = io::copy(&mut entry, &mut f).map_err(io_err("writing", &path))?;
             f.set_permissions(fs::Permissions::from_mode(mode))
                 .map_err(io_err("setting the mode of", &path))?;
@@ -390,6 +394,37 @@ pub fn unpack<R: Read>(
         return Err(KitError::new(ErrorKind::NotFound, "the archive held no file"));
     }
     Ok(t)
+}
+
+/// True when `rel` or one of its leading directories is excluded.
+fn excluded_with_ancestors(excludes: &Excludes, rel: &Path) -> bool {
+    rel.ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .any(|a| excludes.is_excluded(&a.to_string_lossy()))
+}
+
+/// Creates the regular file `path` without following a symlink there: an existing regular
+/// file (an archive that lists a path twice) is replaced, anything else is refused.
+fn create_no_follow(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = || {
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            if fs::symlink_metadata(path)?.file_type().is_file() {
+                fs::remove_file(path)?;
+                open()
+            } else {
+                Err(e)
+            }
+        }
+        other => other,
+    }
 }
 
 fn write_atomic<R: Read>(
@@ -485,5 +520,58 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::Confinement);
         assert!(relative_of(Path::new("../x")).is_err());
         assert!(relative_of(Path::new("/x")).is_err());
+    }
+
+    /// A symlink, then a file or a directory at the same path: before, the file was written
+    /// through the link (and a directory entry changed the mode of the link's target).
+    #[test]
+    fn unpack_never_writes_through_a_symlink_it_made() {
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, b"keep").unwrap();
+        fs::set_permissions(&victim, fs::Permissions::from_mode(0o600)).unwrap();
+        for dir_entry in [false, true] {
+            let mut b = tar::Builder::new(Vec::new());
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_size(0);
+            b.append_link(&mut h, "root/x", &victim).unwrap();
+            let mut h = tar::Header::new_gnu();
+            if dir_entry {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_size(0);
+                h.set_mode(0o777);
+                b.append_data(&mut h, "root/x/", &b""[..]).unwrap();
+            } else {
+                h.set_size(5);
+                h.set_mode(0o644);
+                b.append_data(&mut h, "root/x", &b"owned"[..]).unwrap();
+            }
+            let tar = b.into_inner().unwrap();
+            let dst = tempfile::tempdir().unwrap();
+            let e = unpack(&tar[..], &dst.path().join("t"), true, &rules(None, &[])).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Confinement, "directory entry: {dir_entry}");
+            assert_eq!(fs::read(&victim).unwrap(), b"keep");
+            assert_eq!(fs::metadata(&victim).unwrap().mode() & 0o777, 0o600);
+        }
+    }
+
+    /// `tar --exclude node_modules` leaves out the directory and everything below it; before,
+    /// only the directory's own entry was skipped and `node_modules/a.js` was written.
+    #[test]
+    fn unpack_excludes_what_lies_below_an_excluded_directory() {
+        let src = tempfile::tempdir().unwrap();
+        fs::create_dir_all(src.path().join("node_modules/pkg")).unwrap();
+        fs::write(src.path().join("node_modules/a.js"), b"a").unwrap();
+        fs::write(src.path().join("node_modules/pkg/b.js"), b"b").unwrap();
+        fs::write(src.path().join("keep.txt"), b"k").unwrap();
+        let mut tar = Vec::new();
+        pack(src.path(), "tree", true, &rules(None, &[]), &mut tar).unwrap();
+        let dst = tempfile::tempdir().unwrap();
+        let target = dst.path().join("out");
+        let t = unpack(&tar[..], &target, true, &rules(None, &["node_modules"])).unwrap();
+        assert_eq!(t.files, 1);
+        assert_eq!(fs::read(target.join("keep.txt")).unwrap(), b"k");
+        assert!(!target.join("node_modules").exists());
     }
 }

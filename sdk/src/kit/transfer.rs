@@ -152,15 +152,16 @@ pub async fn run_operations<B: SyncBackend + Sync>(
     operations: &[SyncOperation],
     timeout: Duration,
 ) -> Result<SyncResult> {
+    // Checked for every operation before any file moves.
+    if direction == Direction::Out
+        && operations.iter().any(|op| !op.post_upload_commands().is_empty())
+    {
+        return Err(KitError::invalid("a syncOut operation cannot carry postUploadCommands"));
+    }
     let deadline = Instant::now() + timeout;
     let work = async {
         let mut results = Vec::with_capacity(operations.len());
         for op in operations {
-            if direction == Direction::Out && !op.post_upload_commands().is_empty() {
-                return Err(KitError::invalid(
-                    "a syncOut operation cannot carry postUploadCommands",
-                ));
-            }
             let mut total = Transfer::default();
             for (i, m) in op.files.iter().enumerate() {
                 let t = backend
@@ -196,6 +197,35 @@ pub async fn run_operations<B: SyncBackend + Sync>(
 mod tests {
     use super::*;
     use paperclip_sandbox_protocol::methods::sync::MappingKind;
+
+    /// Counts the mappings it is asked to move.
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    impl SyncBackend for Counting {
+        async fn mapping(&self, _: Direction, _: &FileMapping) -> Result<Transfer> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(Transfer::default())
+        }
+        async fn post_upload(&self, _: &PostUploadCommand, _: Instant) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Before, the first operation's files moved before the second operation's
+    /// post-upload command was refused.
+    #[tokio::test]
+    async fn a_sync_out_with_post_upload_commands_moves_nothing() {
+        let mapping = FileMapping::new("/workspace/a", "/host/a", MappingKind::Directory);
+        let first = SyncOperation::new("op-1", vec![mapping.clone()]);
+        let mut second = SyncOperation::new("op-2", vec![mapping]);
+        second.post_upload_commands = Some(vec![PostUploadCommand::new("true")]);
+        let backend = Counting(Default::default());
+        let e = run_operations(&backend, Direction::Out, &[first, second], Duration::from_secs(60))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidParams);
+        assert_eq!(backend.0.load(std::sync::atomic::Ordering::SeqCst), 0, "no file moved");
+    }
 
     #[test]
     fn lease_paths_are_confined_lexically() {
