@@ -25,7 +25,6 @@ use std::fs::File;
 use std::io::{self, Write as _};
 use std::os::fd::AsRawFd as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -168,6 +167,10 @@ struct State {
     released: BTreeSet<String>,
     pending: BTreeSet<String>,
     failed: Option<String>,
+    /// Set by [`LedgerFile::interrupt`]; read and set only under the lock, together with
+    /// `pending`, so that no acquire can be admitted after the interrupt counted the acquires
+    /// in flight.
+    interrupted: bool,
 }
 
 #[derive(Debug)]
@@ -175,7 +178,6 @@ struct Inner {
     path: PathBuf,
     state: Mutex<State>,
     answered: Condvar,
-    interrupted: AtomicBool,
 }
 
 /// A run's write-ahead lease ledger (see the module docs); cloned handles share one file.
@@ -211,9 +213,9 @@ impl LedgerFile {
                 released: BTreeSet::new(),
                 pending: BTreeSet::new(),
                 failed: None,
+                interrupted: false,
             }),
             answered: Condvar::new(),
-            interrupted: AtomicBool::new(false),
         }));
         let header = json!({
             "record": "run", "version": LEDGER_VERSION, "harness": env!("CARGO_PKG_VERSION"),
@@ -296,16 +298,21 @@ impl LedgerFile {
 
     /// True once the run was interrupted.
     pub fn is_interrupted(&self) -> bool {
-        self.0.interrupted.load(Ordering::SeqCst)
+        self.lock().interrupted
     }
 
     /// Written before an acquire with `params` is sent. Once the run is interrupted no acquire
-    /// is sent any more: the calling thread waits here until the process exits.
+    /// is sent any more: the calling thread waits here until the process exits. The check and
+    /// the admission of the acquire (into the acquires in flight the interrupt waits for) are
+    /// one step under the lock: an acquire is either counted by the interrupt or never sent.
     pub(crate) fn before_acquire(&self, attempt: &str, params: &Value) {
-        while self.is_interrupted() {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
         let mut s = self.lock();
+        if s.interrupted {
+            drop(s);
+            loop {
+                std::thread::park();
+            }
+        }
         s.pending.insert(attempt.to_owned());
         let env = params.get("environmentId").cloned().unwrap_or(Value::Null);
         self.write(
@@ -390,9 +397,9 @@ impl LedgerFile {
     /// acquires in flight to be answered, so that the leases they make are listed too. Returns
     /// how many are still unanswered.
     pub fn interrupt(&self, wait: Duration) -> usize {
-        self.0.interrupted.store(true, Ordering::SeqCst);
         let deadline = Instant::now() + wait;
         let mut s = self.lock();
+        s.interrupted = true;
         loop {
             let now = Instant::now();
             if s.pending.is_empty() || now >= deadline {
@@ -496,6 +503,33 @@ mod tests {
             .is_empty());
         assert_eq!(l.finish().unwrap(), None);
         assert!(!l.path().exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An acquire that reaches the ledger as the run is interrupted is either counted among the
+    /// acquires in flight or never sent: it cannot pass the check, wait for the lock while the
+    /// interrupt finds nothing in flight, and then be sent unrecorded.
+    #[test]
+    fn an_acquire_waiting_while_the_run_is_interrupted_is_not_sent() {
+        let dir = std::env::temp_dir().join(format!("pcconf-ledger-race-{}", std::process::id()));
+        let l = LedgerFile::create(&dir, &command()).unwrap();
+        let guard = l.lock();
+        let (sent, was_sent) = std::sync::mpsc::channel();
+        let acquiring = l.clone();
+        std::thread::spawn(move || {
+            acquiring.before_acquire("main/1", &json!({"environmentId": "e"}));
+            let _ = sent.send(());
+        });
+        // The acquire now waits for the lock; the interrupt marks the run under it.
+        std::thread::sleep(Duration::from_millis(300));
+        let mut s = guard;
+        s.interrupted = true;
+        drop(s);
+        assert_eq!(l.interrupt(Duration::ZERO), 0, "nothing was admitted");
+        let outcome = was_sent.recv_timeout(Duration::from_millis(500));
+        assert!(outcome.is_err(), "the acquire went on after the interrupt");
+        let text = std::fs::read_to_string(l.path()).unwrap();
+        assert!(!text.contains("acquiring"), "{text}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
