@@ -171,11 +171,17 @@ struct State {
     /// `pending`, so that no acquire can be admitted after the interrupt counted the acquires
     /// in flight.
     interrupted: bool,
+    /// Set by [`LedgerFile::finish`]: the run ended normally, and its main thread owns the
+    /// file and the exit; an interrupt after this point leaves both alone.
+    finished: bool,
 }
 
 #[derive(Debug)]
 struct Inner {
     path: PathBuf,
+    /// The worker command of the run (what an interrupt destroys with; kept in memory, so
+    /// the cleanup does not depend on the file).
+    command: WorkerCommand,
     state: Mutex<State>,
     answered: Condvar,
 }
@@ -205,6 +211,7 @@ impl LedgerFile {
         }
         let ledger = LedgerFile(Arc::new(Inner {
             path,
+            command: command.clone(),
             state: Mutex::new(State {
                 file,
                 manifest: None,
@@ -214,6 +221,7 @@ impl LedgerFile {
                 pending: BTreeSet::new(),
                 failed: None,
                 interrupted: false,
+                finished: false,
             }),
             answered: Condvar::new(),
         }));
@@ -266,34 +274,27 @@ impl LedgerFile {
         self.lock().manifest.clone().unwrap_or_else(|| json!({}))
     }
 
-    /// The worker command recorded in the file's `run` record.
-    fn command(&self) -> Option<WorkerCommand> {
-        let text = std::fs::read_to_string(&self.0.path).ok()?;
-        LedgerContents::parse(&text).command
-    }
-
     /// Ends an interrupted run's leases: no acquire is sent any more, the acquires in flight
     /// get up to `wait` to be answered, then every lease the ledger lists is destroyed through
     /// a fresh worker started from the run's command; the file is removed when nothing is left.
-    pub(crate) fn end_interrupted_run(&self, wait: Duration) -> crate::sweep::SweepOutcome {
-        let unanswered = self.interrupt(wait);
+    /// `announce` is called once the run is marked interrupted. `None` when the run had already
+    /// [finished](Self::finish): its main thread owns the file and the exit, and the interrupt
+    /// does nothing.
+    pub(crate) fn end_interrupted_run(
+        &self,
+        wait: Duration,
+        announce: impl FnOnce(),
+    ) -> Option<crate::sweep::SweepOutcome> {
+        let unanswered = self.mark_interrupted(wait, true, announce)?;
         let leases = self.live();
-        let mut out = match self.command() {
-            Some(command) => {
-                crate::sweep::end_leases(&command, &self.manifest_value(), &leases, |id| {
-                    self.destroyed(id)
-                })
-            }
-            None => crate::sweep::SweepOutcome {
-                skipped: Some("the ledger file cannot be read back".into()),
-                ..Default::default()
-            },
-        };
+        let manifest = self.manifest_value();
+        let mut out =
+            crate::sweep::end_leases(&self.0.command, &manifest, &leases, |id| self.destroyed(id));
         out.unanswered = unanswered;
         if out.failed.is_empty() && out.skipped.is_none() && unanswered == 0 {
             let _ = std::fs::remove_file(&self.0.path);
         }
-        out
+        Some(out)
     }
 
     /// True once the run was interrupted.
@@ -397,13 +398,31 @@ impl LedgerFile {
     /// acquires in flight to be answered, so that the leases they make are listed too. Returns
     /// how many are still unanswered.
     pub fn interrupt(&self, wait: Duration) -> usize {
+        self.mark_interrupted(wait, false, || {}).unwrap_or(0)
+    }
+
+    /// [`interrupt`](Self::interrupt); with `unless_finished`, nothing is marked and `None`
+    /// returned when the run already [finished](Self::finish) (checked under the same lock).
+    /// `marked` is called once the run is marked interrupted.
+    fn mark_interrupted(
+        &self,
+        wait: Duration,
+        unless_finished: bool,
+        marked: impl FnOnce(),
+    ) -> Option<usize> {
         let deadline = Instant::now() + wait;
         let mut s = self.lock();
+        if unless_finished && s.finished {
+            return None;
+        }
         s.interrupted = true;
+        drop(s);
+        marked();
+        let mut s = self.lock();
         loop {
             let now = Instant::now();
             if s.pending.is_empty() || now >= deadline {
-                return s.pending.len();
+                return Some(s.pending.len());
             }
             s = self
                 .0
@@ -424,9 +443,15 @@ impl LedgerFile {
     /// Ends the ledger of a run: the file is removed when every lease it lists was destroyed
     /// or released (a worker without destroy ends its leases so) and no acquire is unanswered;
     /// otherwise it is kept (for `sweep`) and its path returned. A write that failed during the
-    /// run is an error (the ledger may be incomplete).
+    /// run is an error (the ledger may be incomplete). Once the run was
+    /// [interrupted](Self::interrupt), the interrupt's cleanup owns the file: it is kept and its
+    /// path returned.
     pub fn finish(&self) -> io::Result<Option<PathBuf>> {
-        let s = self.lock();
+        let mut s = self.lock();
+        if s.interrupted {
+            return Ok(Some(self.0.path.clone()));
+        }
+        s.finished = true;
         if let Some(e) = &s.failed {
             return Err(io::Error::other(format!("a ledger write failed: {e}")));
         }
@@ -482,9 +507,7 @@ mod tests {
         // A cut last line is skipped.
         let cut = LedgerContents::parse(&format!("{text}{{\"record\": \"destr"));
         assert_eq!(cut, c);
-        assert_eq!(l.interrupt(Duration::from_millis(10)), 1);
         l.abandoned("main/3");
-        assert_eq!(l.interrupt(Duration::ZERO), 0);
         assert_eq!(l.finish().unwrap().as_deref(), Some(l.path()), "l1 is live: kept");
         // A released lease no longer keeps the file of a run that ends normally, but a sweep
         // of a killed run's file still destroys it (a release may keep the resource).
@@ -530,6 +553,28 @@ mod tests {
         assert!(outcome.is_err(), "the acquire went on after the interrupt");
         let text = std::fs::read_to_string(l.path()).unwrap();
         assert!(!text.contains("acquiring"), "{text}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The interrupt's cleanup and the end of a run exclude each other: a run that finishes
+    /// after it was interrupted keeps its file (the cleanup reads and removes it), and an
+    /// interrupt after the run finished does nothing.
+    #[test]
+    fn finish_and_the_interrupt_cleanup_exclude_each_other() {
+        let dir = std::env::temp_dir().join(format!("pcconf-ledger-end-{}", std::process::id()));
+        let l = LedgerFile::create(&dir, &command()).unwrap();
+        l.before_acquire("main/1", &json!({}));
+        assert_eq!(l.interrupt(Duration::from_millis(10)), 1, "main/1 is in flight");
+        l.abandoned("main/1");
+        assert_eq!(l.interrupt(Duration::ZERO), 0);
+        assert_eq!(l.finish().unwrap().as_deref(), Some(l.path()), "the cleanup owns it");
+        assert!(l.path().exists());
+        let l = LedgerFile::create(&dir, &command()).unwrap();
+        assert_eq!(l.finish().unwrap(), None);
+        let announced = std::cell::Cell::new(false);
+        let out = l.end_interrupted_run(Duration::ZERO, || announced.set(true));
+        assert!(out.is_none() && !announced.get(), "the run had finished");
+        assert!(!l.is_interrupted());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

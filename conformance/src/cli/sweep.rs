@@ -119,11 +119,16 @@ pub(crate) fn on_interrupt(ledger: LedgerFile) -> std::io::Result<()> {
         cleaning.store(true, std::sync::atomic::Ordering::SeqCst);
         let (name, code) =
             if sig == SIGINT { ("SIGINT", EXIT_SIGINT) } else { ("SIGTERM", EXIT_SIGTERM) };
-        eprintln!(
-            "interrupted ({name}): no new acquire; destroying what the ledger {} lists",
-            ledger.path().display()
-        );
-        let out = ledger.end_interrupted_run(INTERRUPT_ACQUIRE_WAIT);
+        let announce = || {
+            eprintln!(
+                "interrupted ({name}): no new acquire; destroying what the ledger {} lists",
+                ledger.path().display()
+            )
+        };
+        // `None`: the run finished first; its main thread reports and exits.
+        let Some(out) = ledger.end_interrupted_run(INTERRUPT_ACQUIRE_WAIT, announce) else {
+            return;
+        };
         if !print("interrupted", &out) || out.unanswered > 0 {
             eprintln!(
                 "interrupted: the ledger is kept: `sandbox-conformance sweep {}` retries",
