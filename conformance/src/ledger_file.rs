@@ -125,6 +125,32 @@ impl LedgerContents {
     }
 }
 
+/// What an acquire that was sent and never answered means for removing a ledger file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unanswered {
+    /// It keeps the file: what it made, if anything, may still be learned or cleaned up from
+    /// the file (the run itself, at its end or on an interrupt).
+    KeepFile,
+    /// It was reported to the user, who is told the ledger cannot name what it made: it no
+    /// longer keeps the file. Only `sweep` of a killed run's file, which can never learn more
+    /// about such an acquire than the file says, removes a file so.
+    Reported,
+}
+
+/// The one rule for removing a ledger file: every lease it lists has ended — destroyed (it is
+/// no longer in `live`) or released (its id is in `released`; a worker without destroy ends its
+/// leases so) — and no acquire is unanswered, unless `unanswered` says they were
+/// [reported](Unanswered::Reported).
+pub(crate) fn removable(
+    live: &[LedgerLease],
+    released: &BTreeSet<String>,
+    unanswered: usize,
+    policy: Unanswered,
+) -> bool {
+    live.iter().all(|l| released.contains(&l.provider_lease_id))
+        && (unanswered == 0 || policy == Unanswered::Reported)
+}
+
 fn command_to_json(c: &WorkerCommand) -> Value {
     json!({"program": c.program, "args": c.args, "env": c.env, "cwd": c.cwd})
 }
@@ -291,7 +317,8 @@ impl LedgerFile {
         let mut out =
             crate::sweep::end_leases(&self.0.command, &manifest, &leases, |id| self.destroyed(id));
         out.unanswered = unanswered;
-        if out.failed.is_empty() && out.skipped.is_none() && unanswered == 0 {
+        let s = self.lock();
+        if removable(&s.leases, &s.released, unanswered, Unanswered::KeepFile) {
             let _ = std::fs::remove_file(&self.0.path);
         }
         Some(out)
@@ -455,8 +482,7 @@ impl LedgerFile {
         if let Some(e) = &s.failed {
             return Err(io::Error::other(format!("a ledger write failed: {e}")));
         }
-        let ended = |l: &LedgerLease| s.released.contains(&l.provider_lease_id);
-        if s.leases.iter().all(ended) && s.pending.is_empty() {
+        if removable(&s.leases, &s.released, s.pending.len(), Unanswered::KeepFile) {
             std::fs::remove_file(&self.0.path)?;
             return Ok(None);
         }
@@ -576,5 +602,24 @@ mod tests {
         assert!(out.is_none() && !announced.get(), "the run had finished");
         assert!(!l.is_interrupted());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_is_removable_when_every_lease_ended_and_no_acquire_is_unanswered() {
+        let lease = |id: &str| LedgerLease {
+            provider_lease_id: id.into(),
+            metadata: json!({}),
+            params: Map::new(),
+        };
+        let none = BTreeSet::new();
+        let released = BTreeSet::from(["l1".to_owned()]);
+        let keep = Unanswered::KeepFile;
+        assert!(removable(&[], &none, 0, keep), "every lease destroyed");
+        assert!(!removable(&[lease("l1")], &none, 0, keep), "l1 is live");
+        assert!(removable(&[lease("l1")], &released, 0, keep), "l1 was released");
+        assert!(!removable(&[lease("l1"), lease("l2")], &released, 0, keep), "l2 is live");
+        assert!(!removable(&[], &none, 1, keep), "an acquire is unanswered");
+        assert!(removable(&[], &none, 1, Unanswered::Reported), "sweep reported it");
+        assert!(!removable(&[lease("l2")], &none, 1, Unanswered::Reported), "l2 is live");
     }
 }

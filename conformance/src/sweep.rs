@@ -12,7 +12,9 @@ use paperclip_sandbox_protocol::timeouts::sandbox_rpc_timeout_ms;
 use serde_json::{json, Value};
 
 use crate::host::{Observations, Reply, Session, SessionConfig};
-use crate::ledger_file::{try_lock, LedgerContents, LedgerLease, FILE_PREFIX};
+use crate::ledger_file::{
+    removable, try_lock, LedgerContents, LedgerLease, Unanswered, FILE_PREFIX,
+};
 use crate::process::WorkerCommand;
 use crate::HarnessError;
 
@@ -113,8 +115,9 @@ pub(crate) fn ledger_files(path: &Path) -> Result<Vec<PathBuf>, HarnessError> {
 
 /// Sweeps one ledger file a run left behind: destroys what it lists through the worker it
 /// names (or `command`, when given), records each destroy in the file, and removes the file
-/// once nothing in it is left to destroy. A file still locked by a running harness is left
-/// alone.
+/// once nothing in it is left to destroy but acquires that were never answered, which the
+/// outcome reports ([`Unanswered::Reported`]: no later sweep could learn more about them). A file
+/// still locked by a running harness is left alone.
 pub(crate) fn sweep_file(
     path: &Path,
     command: Option<&WorkerCommand>,
@@ -148,7 +151,13 @@ pub(crate) fn sweep_file(
     if let Some(e) = write_failed {
         return Err(io(e));
     }
-    if out.failed.is_empty() && out.skipped.is_none() {
+    let left: Vec<LedgerLease> = (contents.leases.iter())
+        .filter(|l| !out.destroyed.contains(&l.provider_lease_id))
+        .cloned()
+        .collect();
+    // A killed run's file records no release: its leases end only by a destroy here.
+    let released = std::collections::BTreeSet::new();
+    if removable(&left, &released, out.unanswered, Unanswered::Reported) {
         // Nothing the ledger can still name is left: the file has done its work.
         drop::<File>(file);
         std::fs::remove_file(path).map_err(io)?;
