@@ -141,8 +141,12 @@ pub(crate) fn sweep_file(
     };
     let manifest = contents.manifest.clone().unwrap_or_else(|| json!({}));
     let mut write_failed = None;
+    // A killed run may have cut its last line: the first record appended ends it first, so
+    // that it stands on a line of its own (and the cut line stays a line the reader skips).
+    let mut cut = !text.is_empty() && !text.ends_with('\n');
     let mut out = end_leases(&command, &manifest, &contents.leases, |id| {
-        let line = format!("{}\n", json!({"record": "destroyed", "providerLeaseId": id}));
+        let record = json!({"record": "destroyed", "providerLeaseId": id});
+        let line = format!("{}{record}\n", if std::mem::take(&mut cut) { "\n" } else { "" });
         if let Err(e) = (&file).write_all(line.as_bytes()) {
             write_failed.get_or_insert(e);
         }
@@ -163,4 +167,56 @@ pub(crate) fn sweep_file(
         std::fs::remove_file(path).map_err(io)?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker that initializes, destroys lease `l1`, and refuses every other call.
+    const WORKER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"ok":true}}\n' "$id" ;;
+    *'"method":"shutdown"'*) printf '{"jsonrpc":"2.0","id":%s,"result":null}\n' "$id"; exit 0 ;;
+    *'"l1"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id" ;;
+    *) [ -n "$id" ] && printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"no"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("pcconf-sweep-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn lease_line(id: &str) -> String {
+        json!({"record": "lease", "attempt": id, "providerLeaseId": id, "metadata": {},
+               "params": {"config": {}}})
+        .to_string()
+    }
+
+    /// The first `destroyed` record appended to a file whose last line the kill cut stands on
+    /// a line of its own: read back, the destroyed lease is gone.
+    #[test]
+    fn a_record_appended_after_a_cut_line_stands_on_its_own_line() {
+        let dir = temp_dir("cut");
+        let file = dir.join("ledger-1-1-x.jsonl");
+        let command = json!({"program": "/bin/sh", "args": ["-c", WORKER], "env": [], "cwd": null});
+        let run = json!({"record": "run", "version": 1, "pid": 1, "command": command});
+        let text =
+            format!("{run}\n{}\n{}\n{{\"record\":\"acqu", lease_line("l1"), lease_line("l2"));
+        std::fs::write(&file, text).unwrap();
+        let out = sweep_file(&file, None).unwrap();
+        assert_eq!(out.destroyed, ["l1"], "{out:?}");
+        assert_eq!(out.failed.len(), 1, "l2 is refused: {out:?}");
+        let after = std::fs::read_to_string(&file).unwrap();
+        let left = LedgerContents::parse(&after).leases;
+        let ids: Vec<&str> = left.iter().map(|l| l.provider_lease_id.as_str()).collect();
+        assert_eq!(ids, ["l2"], "{after}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
