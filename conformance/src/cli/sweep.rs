@@ -24,7 +24,8 @@ pub struct SweepArgs {
     /// default run directory of `run --run-dir`).
     #[arg(value_name = "PATH")]
     paths: Vec<PathBuf>,
-    /// The worker command to destroy with, instead of the one the ledger records.
+    /// The worker command to destroy with, instead of the one the ledger records (one ledger
+    /// file only).
     #[arg(last = true, value_name = "WORKER")]
     worker: Vec<String>,
 }
@@ -68,23 +69,30 @@ impl SweepArgs {
             },
         };
         let paths = if self.paths.is_empty() { vec![default_run_dir()] } else { self.paths };
-        let mut all_ended = true;
-        let mut files = 0;
+        let mut files = vec![];
         for path in &paths {
-            let found = match ledger_files(path) {
-                Ok(f) => f,
+            match ledger_files(path) {
+                Ok(f) => files.extend(f),
                 Err(e) => return fail_usage(e),
-            };
-            for file in found {
-                files += 1;
-                let what = format!("sweep: {}", file.display());
-                match sweep_file(&file, command.as_ref()) {
-                    Ok(out) => all_ended &= print(&what, &out),
-                    Err(e) => return fail_usage(e),
-                }
             }
         }
-        if files == 0 {
+        if command.is_some() && files.len() > 1 {
+            return fail_usage(format!(
+                "`-- WORKER` destroys with one worker command, and {} ledger files were found \
+                 ({}): name the one ledger file to sweep with it",
+                files.len(),
+                join(&files)
+            ));
+        }
+        let mut all_ended = true;
+        for file in &files {
+            let what = format!("sweep: {}", file.display());
+            match sweep_file(file, command.as_ref()) {
+                Ok(out) => all_ended &= print(&what, &out),
+                Err(e) => return fail_usage(e),
+            }
+        }
+        if files.is_empty() {
             eprintln!("sweep: no ledger file in {}", join(&paths));
         }
         ExitCode::from(if all_ended { EXIT_OK } else { EXIT_FAILED })
