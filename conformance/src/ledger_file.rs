@@ -21,6 +21,7 @@
 //! nothing in it is left to destroy.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::fs::File;
 use std::io::{self, Write as _};
 use std::os::fd::AsRawFd as _;
@@ -33,7 +34,7 @@ use paperclip_sandbox_protocol::methods::name;
 use serde_json::{json, Map, Value};
 
 use crate::host::Reply;
-use crate::process::WorkerCommand;
+use crate::process::{RedactedValues, WorkerCommand};
 
 /// The version of the ledger's line format.
 pub const LEDGER_VERSION: u64 = 1;
@@ -51,8 +52,9 @@ pub fn default_run_dir() -> PathBuf {
         .join("sandbox-conformance")
 }
 
-/// A lease a ledger lists as possibly live: what `sweep` destroys.
-#[derive(Debug, Clone, PartialEq)]
+/// A lease a ledger lists as possibly live: what `sweep` destroys. Its `Debug` shows the
+/// config's keys, not their values (they may be secrets).
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct LedgerLease {
     /// The provider lease id.
@@ -63,8 +65,9 @@ pub struct LedgerLease {
     pub params: Map<String, Value>,
 }
 
-/// What a ledger file holds, folded: the worker, and what may still exist.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What a ledger file holds, folded: the worker, and what may still exist. Its `Debug` shows
+/// no config or environment value (they may be secrets).
+#[derive(Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct LedgerContents {
     /// The worker command of the run.
@@ -77,6 +80,49 @@ pub struct LedgerContents {
     pub leases: Vec<LedgerLease>,
     /// Acquires sent and never answered: whatever they made, if anything, the ledger cannot name.
     pub unanswered: usize,
+}
+
+/// The keys of a JSON object whose values may be secrets (`<redacted>` when not an object).
+fn redacted(v: &Value) -> Box<dyn fmt::Debug + '_> {
+    match v.as_object() {
+        Some(m) => Box::new(RedactedValues(m.keys().map(String::as_str).collect())),
+        None => Box::new(RedactedValues(vec![])),
+    }
+}
+
+impl fmt::Debug for LedgerLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct Params<'a>(&'a Map<String, Value>);
+        impl fmt::Debug for Params<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let mut m = f.debug_map();
+                for (k, v) in self.0 {
+                    match k.as_str() {
+                        "config" => m.entry(k, &redacted(v)),
+                        _ => m.entry(k, v),
+                    };
+                }
+                m.finish()
+            }
+        }
+        f.debug_struct("LedgerLease")
+            .field("provider_lease_id", &self.provider_lease_id)
+            .field("metadata", &self.metadata)
+            .field("params", &Params(&self.params))
+            .finish()
+    }
+}
+
+impl fmt::Debug for LedgerContents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LedgerContents")
+            .field("command", &self.command)
+            .field("pid", &self.pid)
+            .field("manifest", &self.manifest)
+            .field("leases", &self.leases)
+            .field("unanswered", &self.unanswered)
+            .finish()
+    }
 }
 
 impl LedgerContents {
@@ -180,7 +226,6 @@ pub(crate) fn try_lock(file: &File) -> bool {
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
-#[derive(Debug)]
 struct State {
     file: File,
     manifest: Option<Value>,
@@ -202,7 +247,6 @@ struct State {
     finished: bool,
 }
 
-#[derive(Debug)]
 struct Inner {
     path: PathBuf,
     /// The worker command of the run (what an interrupt destroys with; kept in memory, so
@@ -212,9 +256,30 @@ struct Inner {
     answered: Condvar,
 }
 
-/// A run's write-ahead lease ledger (see the module docs); cloned handles share one file.
-#[derive(Debug, Clone)]
+/// A run's write-ahead lease ledger (see the module docs); cloned handles share one file. Its
+/// `Debug` shows no config or environment value (they may be secrets).
+#[derive(Clone)]
 pub struct LedgerFile(Arc<Inner>);
+
+impl fmt::Debug for LedgerFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("LedgerFile");
+        d.field("path", &self.0.path).field("command", &self.0.command);
+        // Not waiting: a Debug call must not block on (or deadlock with) the ledger's user.
+        match self.0.state.try_lock() {
+            Ok(s) => d
+                .field("leases", &s.leases)
+                .field("restore", &RedactedValues(s.restore.keys().map(String::as_str).collect()))
+                .field("released", &s.released)
+                .field("pending", &s.pending)
+                .field("interrupted", &s.interrupted)
+                .field("finished", &s.finished)
+                .field("failed", &s.failed),
+            Err(_) => d.field("state", &"<locked>"),
+        };
+        d.finish_non_exhaustive()
+    }
+}
 
 impl LedgerFile {
     /// Creates a new ledger file in `dir` (created when absent) for a run of `command`, and
@@ -621,5 +686,28 @@ mod tests {
         assert!(!removable(&[], &none, 1, keep), "an acquire is unanswered");
         assert!(removable(&[], &none, 1, Unanswered::Reported), "sweep reported it");
         assert!(!removable(&[lease("l2")], &none, 1, Unanswered::Reported), "l2 is live");
+    }
+
+    /// No config value, restored config value or environment value reaches `Debug`.
+    #[test]
+    fn debug_output_shows_no_secret() {
+        let dir = std::env::temp_dir().join(format!("pcconf-ledger-debug-{}", std::process::id()));
+        let mut cmd = command();
+        cmd.env.push(("WORKER_TOKEN".into(), "sentinel-env-3f9a".into()));
+        let l = LedgerFile::create(&dir, &cmd).unwrap();
+        l.restore_config("apiUrl", json!("http://sentinel-restore-3f9a"));
+        let params = json!({"driverKey": "d", "companyId": "c", "environmentId": "e",
+                            "config": {"apiKey": "sentinel-config-3f9a", "apiUrl": "x"}});
+        l.before_acquire("main/1", &params);
+        let lease = Reply::Result(json!({"providerLeaseId": "l1", "metadata": {}}));
+        l.answered("main/1", name::ENVIRONMENT_ACQUIRE_LEASE, &params, &lease);
+        let contents = LedgerContents::parse(&std::fs::read_to_string(l.path()).unwrap());
+        assert!(format!("{contents:?}").contains("apiKey"), "{contents:?}");
+        for text in [format!("{l:?}"), format!("{:?}", l.live()), format!("{contents:?}")] {
+            assert!(!text.contains("sentinel"), "{text}");
+            assert!(text.contains("apiKey") && text.contains("l1"), "{text}");
+        }
+        assert!(format!("{l:?}").contains("WORKER_TOKEN"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
