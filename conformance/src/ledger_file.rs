@@ -37,14 +37,14 @@ use crate::host::Reply;
 use crate::process::{RedactedValues, WorkerCommand};
 
 /// The version of the ledger's line format.
-pub const LEDGER_VERSION: u64 = 1;
+pub(crate) const LEDGER_VERSION: u64 = 1;
 
 /// The file name prefix of ledger files inside a run directory.
 pub(crate) const FILE_PREFIX: &str = "ledger-";
 
 /// The run directory used when `--run-dir` is not given: `$XDG_STATE_HOME/sandbox-conformance`,
 /// else `$HOME/.local/state/sandbox-conformance`, else `sandbox-conformance` in the temp dir.
-pub fn default_run_dir() -> PathBuf {
+pub(crate) fn default_run_dir() -> PathBuf {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     var("XDG_STATE_HOME")
         .or_else(|| var("HOME").map(|h| h.join(".local/state")))
@@ -69,7 +69,7 @@ pub struct LedgerLease {
 /// no config or environment value (they may be secrets).
 #[derive(Clone, Default, PartialEq)]
 #[non_exhaustive]
-pub struct LedgerContents {
+pub(crate) struct LedgerContents {
     /// The worker command of the run.
     pub command: Option<WorkerCommand>,
     /// The pid of the run that wrote the file.
@@ -128,7 +128,7 @@ impl fmt::Debug for LedgerContents {
 impl LedgerContents {
     /// Folds the lines of a ledger file; a line that is not a JSON object (a cut last line) is
     /// skipped.
-    pub fn parse(text: &str) -> LedgerContents {
+    pub(crate) fn parse(text: &str) -> LedgerContents {
         let mut c = LedgerContents::default();
         let mut attempts = BTreeSet::new();
         for v in text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()) {
@@ -256,7 +256,10 @@ struct Inner {
     answered: Condvar,
 }
 
-/// A run's write-ahead lease ledger (see the module docs); cloned handles share one file. Its
+/// A run's write-ahead lease ledger: a file (mode `0600`, locked while the run lives) that
+/// lists every lease the run may have created, written before each acquire is sent and again
+/// when its answer arrives, so that an interrupted or killed run leaves behind what to destroy
+/// (`sandbox-conformance sweep`). Cloned handles share one file. Its
 /// `Debug` shows no config or environment value (they may be secrets).
 #[derive(Clone)]
 pub struct LedgerFile(Arc<Inner>);
