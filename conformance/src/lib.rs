@@ -72,6 +72,7 @@ pub mod __internals {
     pub use crate::catalogue::{
         anchor, chapter_of, chapters, render_markdown, render_schema_index, CONTRACT_ONLY,
     };
+    pub use crate::cli::sweep::INTERRUPT_ACQUIRE_WAIT;
     pub use crate::registry::all as checks;
     pub use crate::report::human::progress_line;
     pub use crate::report::safe::is_unsafe;

@@ -104,8 +104,9 @@ fn join(paths: &[PathBuf]) -> String {
 }
 
 /// How long an interrupted run waits for the acquires in flight before it destroys what its
-/// ledger lists (an acquire answered meanwhile is destroyed too).
-const INTERRUPT_ACQUIRE_WAIT: Duration = Duration::from_secs(60);
+/// ledger lists (an acquire answered meanwhile is destroyed too). The book's CI chapter states
+/// it (a test holds the two equal).
+pub const INTERRUPT_ACQUIRE_WAIT: Duration = Duration::from_secs(60);
 
 /// Exit code of a run ended by SIGINT (128 + the signal number, as a shell reports it).
 pub const EXIT_SIGINT: u8 = 130;
