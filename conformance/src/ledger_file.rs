@@ -21,11 +21,11 @@
 //! nothing in it is left to destroy.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::fs::File;
 use std::io::{self, Write as _};
 use std::os::fd::AsRawFd as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -34,17 +34,17 @@ use paperclip_sandbox_protocol::methods::name;
 use serde_json::{json, Map, Value};
 
 use crate::host::Reply;
-use crate::process::WorkerCommand;
+use crate::process::{RedactedValues, WorkerCommand};
 
 /// The version of the ledger's line format.
-pub const LEDGER_VERSION: u64 = 1;
+pub(crate) const LEDGER_VERSION: u64 = 1;
 
 /// The file name prefix of ledger files inside a run directory.
 pub(crate) const FILE_PREFIX: &str = "ledger-";
 
 /// The run directory used when `--run-dir` is not given: `$XDG_STATE_HOME/sandbox-conformance`,
 /// else `$HOME/.local/state/sandbox-conformance`, else `sandbox-conformance` in the temp dir.
-pub fn default_run_dir() -> PathBuf {
+pub(crate) fn default_run_dir() -> PathBuf {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     var("XDG_STATE_HOME")
         .or_else(|| var("HOME").map(|h| h.join(".local/state")))
@@ -52,8 +52,9 @@ pub fn default_run_dir() -> PathBuf {
         .join("sandbox-conformance")
 }
 
-/// A lease a ledger lists as possibly live: what `sweep` destroys.
-#[derive(Debug, Clone, PartialEq)]
+/// A lease a ledger lists as possibly live: what `sweep` destroys. Its `Debug` shows the
+/// config's keys, not their values (they may be secrets).
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct LedgerLease {
     /// The provider lease id.
@@ -64,10 +65,11 @@ pub struct LedgerLease {
     pub params: Map<String, Value>,
 }
 
-/// What a ledger file holds, folded: the worker, and what may still exist.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What a ledger file holds, folded: the worker, and what may still exist. Its `Debug` shows
+/// no config or environment value (they may be secrets).
+#[derive(Clone, Default, PartialEq)]
 #[non_exhaustive]
-pub struct LedgerContents {
+pub(crate) struct LedgerContents {
     /// The worker command of the run.
     pub command: Option<WorkerCommand>,
     /// The pid of the run that wrote the file.
@@ -80,10 +82,53 @@ pub struct LedgerContents {
     pub unanswered: usize,
 }
 
+/// The keys of a JSON object whose values may be secrets (`<redacted>` when not an object).
+fn redacted(v: &Value) -> Box<dyn fmt::Debug + '_> {
+    match v.as_object() {
+        Some(m) => Box::new(RedactedValues(m.keys().map(String::as_str).collect())),
+        None => Box::new(RedactedValues(vec![])),
+    }
+}
+
+impl fmt::Debug for LedgerLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct Params<'a>(&'a Map<String, Value>);
+        impl fmt::Debug for Params<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let mut m = f.debug_map();
+                for (k, v) in self.0 {
+                    match k.as_str() {
+                        "config" => m.entry(k, &redacted(v)),
+                        _ => m.entry(k, v),
+                    };
+                }
+                m.finish()
+            }
+        }
+        f.debug_struct("LedgerLease")
+            .field("provider_lease_id", &self.provider_lease_id)
+            .field("metadata", &self.metadata)
+            .field("params", &Params(&self.params))
+            .finish()
+    }
+}
+
+impl fmt::Debug for LedgerContents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LedgerContents")
+            .field("command", &self.command)
+            .field("pid", &self.pid)
+            .field("manifest", &self.manifest)
+            .field("leases", &self.leases)
+            .field("unanswered", &self.unanswered)
+            .finish()
+    }
+}
+
 impl LedgerContents {
     /// Folds the lines of a ledger file; a line that is not a JSON object (a cut last line) is
     /// skipped.
-    pub fn parse(text: &str) -> LedgerContents {
+    pub(crate) fn parse(text: &str) -> LedgerContents {
         let mut c = LedgerContents::default();
         let mut attempts = BTreeSet::new();
         for v in text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()) {
@@ -126,6 +171,32 @@ impl LedgerContents {
     }
 }
 
+/// What an acquire that was sent and never answered means for removing a ledger file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unanswered {
+    /// It keeps the file: what it made, if anything, may still be learned or cleaned up from
+    /// the file (the run itself, at its end or on an interrupt).
+    KeepFile,
+    /// It was reported to the user, who is told the ledger cannot name what it made: it no
+    /// longer keeps the file. Only `sweep` of a killed run's file, which can never learn more
+    /// about such an acquire than the file says, removes a file so.
+    Reported,
+}
+
+/// The one rule for removing a ledger file: every lease it lists has ended — destroyed (it is
+/// no longer in `live`) or released (its id is in `released`; a worker without destroy ends its
+/// leases so) — and no acquire is unanswered, unless `unanswered` says they were
+/// [reported](Unanswered::Reported).
+pub(crate) fn removable(
+    live: &[LedgerLease],
+    released: &BTreeSet<String>,
+    unanswered: usize,
+    policy: Unanswered,
+) -> bool {
+    live.iter().all(|l| released.contains(&l.provider_lease_id))
+        && (unanswered == 0 || policy == Unanswered::Reported)
+}
+
 fn command_to_json(c: &WorkerCommand) -> Value {
     json!({"program": c.program, "args": c.args, "env": c.env, "cwd": c.cwd})
 }
@@ -155,7 +226,6 @@ pub(crate) fn try_lock(file: &File) -> bool {
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
-#[derive(Debug)]
 struct State {
     file: File,
     manifest: Option<Value>,
@@ -168,19 +238,51 @@ struct State {
     released: BTreeSet<String>,
     pending: BTreeSet<String>,
     failed: Option<String>,
+    /// Set by [`LedgerFile::interrupt`]; read and set only under the lock, together with
+    /// `pending`, so that no acquire can be admitted after the interrupt counted the acquires
+    /// in flight.
+    interrupted: bool,
+    /// Set by [`LedgerFile::finish`]: the run ended normally, and its main thread owns the
+    /// file and the exit; an interrupt after this point leaves both alone.
+    finished: bool,
 }
 
-#[derive(Debug)]
 struct Inner {
     path: PathBuf,
+    /// The worker command of the run (what an interrupt destroys with; kept in memory, so
+    /// the cleanup does not depend on the file).
+    command: WorkerCommand,
     state: Mutex<State>,
     answered: Condvar,
-    interrupted: AtomicBool,
 }
 
-/// A run's write-ahead lease ledger (see the module docs); cloned handles share one file.
-#[derive(Debug, Clone)]
+/// A run's write-ahead lease ledger: a file (mode `0600`, locked while the run lives) that
+/// lists every lease the run may have created, written before each acquire is sent and again
+/// when its answer arrives, so that an interrupted or killed run leaves behind what to destroy
+/// (`sandbox-conformance sweep`). Cloned handles share one file. Its
+/// `Debug` shows no config or environment value (they may be secrets).
+#[derive(Clone)]
 pub struct LedgerFile(Arc<Inner>);
+
+impl fmt::Debug for LedgerFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("LedgerFile");
+        d.field("path", &self.0.path).field("command", &self.0.command);
+        // Not waiting: a Debug call must not block on (or deadlock with) the ledger's user.
+        match self.0.state.try_lock() {
+            Ok(s) => d
+                .field("leases", &s.leases)
+                .field("restore", &RedactedValues(s.restore.keys().map(String::as_str).collect()))
+                .field("released", &s.released)
+                .field("pending", &s.pending)
+                .field("interrupted", &s.interrupted)
+                .field("finished", &s.finished)
+                .field("failed", &s.failed),
+            Err(_) => d.field("state", &"<locked>"),
+        };
+        d.finish_non_exhaustive()
+    }
+}
 
 impl LedgerFile {
     /// Creates a new ledger file in `dir` (created when absent) for a run of `command`, and
@@ -203,6 +305,7 @@ impl LedgerFile {
         }
         let ledger = LedgerFile(Arc::new(Inner {
             path,
+            command: command.clone(),
             state: Mutex::new(State {
                 file,
                 manifest: None,
@@ -211,9 +314,10 @@ impl LedgerFile {
                 released: BTreeSet::new(),
                 pending: BTreeSet::new(),
                 failed: None,
+                interrupted: false,
+                finished: false,
             }),
             answered: Condvar::new(),
-            interrupted: AtomicBool::new(false),
         }));
         let header = json!({
             "record": "run", "version": LEDGER_VERSION, "harness": env!("CARGO_PKG_VERSION"),
@@ -264,48 +368,47 @@ impl LedgerFile {
         self.lock().manifest.clone().unwrap_or_else(|| json!({}))
     }
 
-    /// The worker command recorded in the file's `run` record.
-    fn command(&self) -> Option<WorkerCommand> {
-        let text = std::fs::read_to_string(&self.0.path).ok()?;
-        LedgerContents::parse(&text).command
-    }
-
     /// Ends an interrupted run's leases: no acquire is sent any more, the acquires in flight
     /// get up to `wait` to be answered, then every lease the ledger lists is destroyed through
     /// a fresh worker started from the run's command; the file is removed when nothing is left.
-    pub(crate) fn end_interrupted_run(&self, wait: Duration) -> crate::sweep::SweepOutcome {
-        let unanswered = self.interrupt(wait);
+    /// `announce` is called once the run is marked interrupted. `None` when the run had already
+    /// [finished](Self::finish): its main thread owns the file and the exit, and the interrupt
+    /// does nothing.
+    pub(crate) fn end_interrupted_run(
+        &self,
+        wait: Duration,
+        announce: impl FnOnce(),
+    ) -> Option<crate::sweep::SweepOutcome> {
+        let unanswered = self.mark_interrupted(wait, true, announce)?;
         let leases = self.live();
-        let mut out = match self.command() {
-            Some(command) => {
-                crate::sweep::end_leases(&command, &self.manifest_value(), &leases, |id| {
-                    self.destroyed(id)
-                })
-            }
-            None => crate::sweep::SweepOutcome {
-                skipped: Some("the ledger file cannot be read back".into()),
-                ..Default::default()
-            },
-        };
+        let manifest = self.manifest_value();
+        let mut out =
+            crate::sweep::end_leases(&self.0.command, &manifest, &leases, |id| self.destroyed(id));
         out.unanswered = unanswered;
-        if out.failed.is_empty() && out.skipped.is_none() && unanswered == 0 {
+        let s = self.lock();
+        if removable(&s.leases, &s.released, unanswered, Unanswered::KeepFile) {
             let _ = std::fs::remove_file(&self.0.path);
         }
-        out
+        Some(out)
     }
 
     /// True once the run was interrupted.
     pub fn is_interrupted(&self) -> bool {
-        self.0.interrupted.load(Ordering::SeqCst)
+        self.lock().interrupted
     }
 
     /// Written before an acquire with `params` is sent. Once the run is interrupted no acquire
-    /// is sent any more: the calling thread waits here until the process exits.
+    /// is sent any more: the calling thread waits here until the process exits. The check and
+    /// the admission of the acquire (into the acquires in flight the interrupt waits for) are
+    /// one step under the lock: an acquire is either counted by the interrupt or never sent.
     pub(crate) fn before_acquire(&self, attempt: &str, params: &Value) {
-        while self.is_interrupted() {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
         let mut s = self.lock();
+        if s.interrupted {
+            drop(s);
+            loop {
+                std::thread::park();
+            }
+        }
         s.pending.insert(attempt.to_owned());
         let env = params.get("environmentId").cloned().unwrap_or(Value::Null);
         self.write(
@@ -390,13 +493,31 @@ impl LedgerFile {
     /// acquires in flight to be answered, so that the leases they make are listed too. Returns
     /// how many are still unanswered.
     pub fn interrupt(&self, wait: Duration) -> usize {
-        self.0.interrupted.store(true, Ordering::SeqCst);
+        self.mark_interrupted(wait, false, || {}).unwrap_or(0)
+    }
+
+    /// [`interrupt`](Self::interrupt); with `unless_finished`, nothing is marked and `None`
+    /// returned when the run already [finished](Self::finish) (checked under the same lock).
+    /// `marked` is called once the run is marked interrupted.
+    fn mark_interrupted(
+        &self,
+        wait: Duration,
+        unless_finished: bool,
+        marked: impl FnOnce(),
+    ) -> Option<usize> {
         let deadline = Instant::now() + wait;
+        let mut s = self.lock();
+        if unless_finished && s.finished {
+            return None;
+        }
+        s.interrupted = true;
+        drop(s);
+        marked();
         let mut s = self.lock();
         loop {
             let now = Instant::now();
             if s.pending.is_empty() || now >= deadline {
-                return s.pending.len();
+                return Some(s.pending.len());
             }
             s = self
                 .0
@@ -417,14 +538,19 @@ impl LedgerFile {
     /// Ends the ledger of a run: the file is removed when every lease it lists was destroyed
     /// or released (a worker without destroy ends its leases so) and no acquire is unanswered;
     /// otherwise it is kept (for `sweep`) and its path returned. A write that failed during the
-    /// run is an error (the ledger may be incomplete).
+    /// run is an error (the ledger may be incomplete). Once the run was
+    /// [interrupted](Self::interrupt), the interrupt's cleanup owns the file: it is kept and its
+    /// path returned.
     pub fn finish(&self) -> io::Result<Option<PathBuf>> {
-        let s = self.lock();
+        let mut s = self.lock();
+        if s.interrupted {
+            return Ok(Some(self.0.path.clone()));
+        }
+        s.finished = true;
         if let Some(e) = &s.failed {
             return Err(io::Error::other(format!("a ledger write failed: {e}")));
         }
-        let ended = |l: &LedgerLease| s.released.contains(&l.provider_lease_id);
-        if s.leases.iter().all(ended) && s.pending.is_empty() {
+        if removable(&s.leases, &s.released, s.pending.len(), Unanswered::KeepFile) {
             std::fs::remove_file(&self.0.path)?;
             return Ok(None);
         }
@@ -475,9 +601,7 @@ mod tests {
         // A cut last line is skipped.
         let cut = LedgerContents::parse(&format!("{text}{{\"record\": \"destr"));
         assert_eq!(cut, c);
-        assert_eq!(l.interrupt(Duration::from_millis(10)), 1);
         l.abandoned("main/3");
-        assert_eq!(l.interrupt(Duration::ZERO), 0);
         assert_eq!(l.finish().unwrap().as_deref(), Some(l.path()), "l1 is live: kept");
         // A released lease no longer keeps the file of a run that ends normally, but a sweep
         // of a killed run's file still destroys it (a release may keep the resource).
@@ -496,6 +620,97 @@ mod tests {
             .is_empty());
         assert_eq!(l.finish().unwrap(), None);
         assert!(!l.path().exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An acquire that reaches the ledger as the run is interrupted is either counted among the
+    /// acquires in flight or never sent: it cannot pass the check, wait for the lock while the
+    /// interrupt finds nothing in flight, and then be sent unrecorded.
+    #[test]
+    fn an_acquire_waiting_while_the_run_is_interrupted_is_not_sent() {
+        let dir = std::env::temp_dir().join(format!("pcconf-ledger-race-{}", std::process::id()));
+        let l = LedgerFile::create(&dir, &command()).unwrap();
+        let guard = l.lock();
+        let (sent, was_sent) = std::sync::mpsc::channel();
+        let acquiring = l.clone();
+        std::thread::spawn(move || {
+            acquiring.before_acquire("main/1", &json!({"environmentId": "e"}));
+            let _ = sent.send(());
+        });
+        // The acquire now waits for the lock; the interrupt marks the run under it.
+        std::thread::sleep(Duration::from_millis(300));
+        let mut s = guard;
+        s.interrupted = true;
+        drop(s);
+        assert_eq!(l.interrupt(Duration::ZERO), 0, "nothing was admitted");
+        let outcome = was_sent.recv_timeout(Duration::from_millis(500));
+        assert!(outcome.is_err(), "the acquire went on after the interrupt");
+        let text = std::fs::read_to_string(l.path()).unwrap();
+        assert!(!text.contains("acquiring"), "{text}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The interrupt's cleanup and the end of a run exclude each other: a run that finishes
+    /// after it was interrupted keeps its file (the cleanup reads and removes it), and an
+    /// interrupt after the run finished does nothing.
+    #[test]
+    fn finish_and_the_interrupt_cleanup_exclude_each_other() {
+        let dir = std::env::temp_dir().join(format!("pcconf-ledger-end-{}", std::process::id()));
+        let l = LedgerFile::create(&dir, &command()).unwrap();
+        l.before_acquire("main/1", &json!({}));
+        assert_eq!(l.interrupt(Duration::from_millis(10)), 1, "main/1 is in flight");
+        l.abandoned("main/1");
+        assert_eq!(l.interrupt(Duration::ZERO), 0);
+        assert_eq!(l.finish().unwrap().as_deref(), Some(l.path()), "the cleanup owns it");
+        assert!(l.path().exists());
+        let l = LedgerFile::create(&dir, &command()).unwrap();
+        assert_eq!(l.finish().unwrap(), None);
+        let announced = std::cell::Cell::new(false);
+        let out = l.end_interrupted_run(Duration::ZERO, || announced.set(true));
+        assert!(out.is_none() && !announced.get(), "the run had finished");
+        assert!(!l.is_interrupted());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_is_removable_when_every_lease_ended_and_no_acquire_is_unanswered() {
+        let lease = |id: &str| LedgerLease {
+            provider_lease_id: id.into(),
+            metadata: json!({}),
+            params: Map::new(),
+        };
+        let none = BTreeSet::new();
+        let released = BTreeSet::from(["l1".to_owned()]);
+        let keep = Unanswered::KeepFile;
+        assert!(removable(&[], &none, 0, keep), "every lease destroyed");
+        assert!(!removable(&[lease("l1")], &none, 0, keep), "l1 is live");
+        assert!(removable(&[lease("l1")], &released, 0, keep), "l1 was released");
+        assert!(!removable(&[lease("l1"), lease("l2")], &released, 0, keep), "l2 is live");
+        assert!(!removable(&[], &none, 1, keep), "an acquire is unanswered");
+        assert!(removable(&[], &none, 1, Unanswered::Reported), "sweep reported it");
+        assert!(!removable(&[lease("l2")], &none, 1, Unanswered::Reported), "l2 is live");
+    }
+
+    /// No config value, restored config value or environment value reaches `Debug`.
+    #[test]
+    fn debug_output_shows_no_secret() {
+        let dir = std::env::temp_dir().join(format!("pcconf-ledger-debug-{}", std::process::id()));
+        let mut cmd = command();
+        cmd.env.push(("WORKER_TOKEN".into(), "sentinel-env-3f9a".into()));
+        let l = LedgerFile::create(&dir, &cmd).unwrap();
+        l.restore_config("apiUrl", json!("http://sentinel-restore-3f9a"));
+        let params = json!({"driverKey": "d", "companyId": "c", "environmentId": "e",
+                            "config": {"apiKey": "sentinel-config-3f9a", "apiUrl": "x"}});
+        l.before_acquire("main/1", &params);
+        let lease = Reply::Result(json!({"providerLeaseId": "l1", "metadata": {}}));
+        l.answered("main/1", name::ENVIRONMENT_ACQUIRE_LEASE, &params, &lease);
+        let contents = LedgerContents::parse(&std::fs::read_to_string(l.path()).unwrap());
+        assert!(format!("{contents:?}").contains("apiKey"), "{contents:?}");
+        for text in [format!("{l:?}"), format!("{:?}", l.live()), format!("{contents:?}")] {
+            assert!(!text.contains("sentinel"), "{text}");
+            assert!(text.contains("apiKey") && text.contains("l1"), "{text}");
+        }
+        assert!(format!("{l:?}").contains("WORKER_TOKEN"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

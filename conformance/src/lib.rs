@@ -29,7 +29,7 @@ pub(crate) mod host;
 pub(crate) mod hostmodel;
 pub(crate) mod ids;
 pub(crate) mod ledger;
-pub mod ledger_file;
+pub(crate) mod ledger_file;
 pub(crate) mod package;
 pub(crate) mod process;
 mod reaper;
@@ -45,7 +45,7 @@ pub(crate) mod transcript;
 pub use assert::assert_conformant;
 pub use context::RunOptions;
 pub use error::HarnessError;
-pub use ledger_file::LedgerFile;
+pub use ledger_file::{LedgerFile, LedgerLease};
 pub use process::WorkerCommand;
 pub use report::{CheckOutcome, RunReport, Status, Summary};
 pub use requirements::Level;
@@ -72,6 +72,7 @@ pub mod __internals {
     pub use crate::catalogue::{
         anchor, chapter_of, chapters, render_markdown, render_schema_index, CONTRACT_ONLY,
     };
+    pub use crate::cli::sweep::INTERRUPT_ACQUIRE_WAIT;
     pub use crate::registry::all as checks;
     pub use crate::report::human::progress_line;
     pub use crate::report::safe::is_unsafe;

@@ -34,8 +34,9 @@ use crate::transcript::{Direction, Transcript};
 /// gets to be reaped.
 pub const SIGTERM_GRACE: Duration = Duration::from_secs(2);
 
-/// What to run, and with which extra environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What to run, and with which extra environment. Its `Debug` shows the environment's names,
+/// not their values (they may be secrets).
+#[derive(Clone, PartialEq, Eq)]
 pub struct WorkerCommand {
     /// The program (looked up in `PATH` when it has no slash).
     pub program: String,
@@ -45,6 +46,33 @@ pub struct WorkerCommand {
     pub env: Vec<(String, String)>,
     /// The working directory; the harness's own when `None`.
     pub cwd: Option<PathBuf>,
+}
+
+/// `Debug` of named values that may be secrets: each name with `<redacted>`.
+pub(crate) struct RedactedValues<'a>(pub(crate) Vec<&'a str>);
+
+impl std::fmt::Debug for RedactedValues<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        struct Redacted;
+        impl std::fmt::Debug for Redacted {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("<redacted>")
+            }
+        }
+        f.debug_map().entries(self.0.iter().map(|k| (k, Redacted))).finish()
+    }
+}
+
+impl std::fmt::Debug for WorkerCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env = RedactedValues(self.env.iter().map(|(k, _)| k.as_str()).collect());
+        f.debug_struct("WorkerCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 impl WorkerCommand {

@@ -12,7 +12,9 @@ use paperclip_sandbox_protocol::timeouts::sandbox_rpc_timeout_ms;
 use serde_json::{json, Value};
 
 use crate::host::{Observations, Reply, Session, SessionConfig};
-use crate::ledger_file::{try_lock, LedgerContents, LedgerLease, FILE_PREFIX};
+use crate::ledger_file::{
+    removable, try_lock, LedgerContents, LedgerLease, Unanswered, FILE_PREFIX,
+};
 use crate::process::WorkerCommand;
 use crate::HarnessError;
 
@@ -111,14 +113,50 @@ pub(crate) fn ledger_files(path: &Path) -> Result<Vec<PathBuf>, HarnessError> {
     Ok(files)
 }
 
+/// Refuses a ledger file, or the directory that holds it, that someone else could have
+/// written: a ledger names the program `sweep` runs, and a run directory may be shared (the
+/// temp-dir fallback of the default run directory is), so only a file and a directory of the
+/// current user that no one else can write, and neither a symbolic link, are trusted.
+fn check_trusted(path: &Path, what: &str) -> Result<(), HarnessError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| HarnessError::io(path, e))?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let problem = if meta.file_type().is_symlink() {
+        "is a symbolic link"
+    } else if meta.uid() != me {
+        "is owned by another user"
+    } else if meta.mode() & 0o022 != 0 {
+        "is writable by its group or by others"
+    } else {
+        return Ok(());
+    };
+    Err(HarnessError::BadFile {
+        path: path.to_owned(),
+        message: format!(
+            "not swept: the {what} {problem}; a ledger names the program sweep runs, so sweep \
+             trusts only ledger files and run directories that belong to the current user and \
+             that no one else can write (not symbolic links)"
+        ),
+    })
+}
+
 /// Sweeps one ledger file a run left behind: destroys what it lists through the worker it
 /// names (or `command`, when given), records each destroy in the file, and removes the file
-/// once nothing in it is left to destroy. A file still locked by a running harness is left
-/// alone.
+/// once nothing in it is left to destroy but acquires that were never answered, which the
+/// outcome reports ([`Unanswered::Reported`]: no later sweep could learn more about them). A file
+/// still locked by a running harness is left alone. A file or directory someone else could
+/// have written is refused (see [`check_trusted`]).
 pub(crate) fn sweep_file(
     path: &Path,
     command: Option<&WorkerCommand>,
 ) -> Result<SweepOutcome, HarnessError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    check_trusted(dir, "directory of the ledger file")?;
+    check_trusted(path, "ledger file")?;
     let io = |e| HarnessError::io(path, e);
     let mut file = std::fs::OpenOptions::new().read(true).append(true).open(path).map_err(io)?;
     if !try_lock(&file) {
@@ -138,8 +176,12 @@ pub(crate) fn sweep_file(
     };
     let manifest = contents.manifest.clone().unwrap_or_else(|| json!({}));
     let mut write_failed = None;
+    // A killed run may have cut its last line: the first record appended ends it first, so
+    // that it stands on a line of its own (and the cut line stays a line the reader skips).
+    let mut cut = !text.is_empty() && !text.ends_with('\n');
     let mut out = end_leases(&command, &manifest, &contents.leases, |id| {
-        let line = format!("{}\n", json!({"record": "destroyed", "providerLeaseId": id}));
+        let record = json!({"record": "destroyed", "providerLeaseId": id});
+        let line = format!("{}{record}\n", if std::mem::take(&mut cut) { "\n" } else { "" });
         if let Err(e) = (&file).write_all(line.as_bytes()) {
             write_failed.get_or_insert(e);
         }
@@ -148,10 +190,116 @@ pub(crate) fn sweep_file(
     if let Some(e) = write_failed {
         return Err(io(e));
     }
-    if out.failed.is_empty() && out.skipped.is_none() {
+    let left: Vec<LedgerLease> = (contents.leases.iter())
+        .filter(|l| !out.destroyed.contains(&l.provider_lease_id))
+        .cloned()
+        .collect();
+    // A killed run's file records no release: its leases end only by a destroy here.
+    let released = std::collections::BTreeSet::new();
+    if removable(&left, &released, out.unanswered, Unanswered::Reported) {
         // Nothing the ledger can still name is left: the file has done its work.
         drop::<File>(file);
         std::fs::remove_file(path).map_err(io)?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker that initializes, destroys lease `l1`, and refuses every other call.
+    const WORKER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"ok":true}}\n' "$id" ;;
+    *'"method":"shutdown"'*) printf '{"jsonrpc":"2.0","id":%s,"result":null}\n' "$id"; exit 0 ;;
+    *'"l1"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id" ;;
+    *) [ -n "$id" ] && printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"no"}}\n' "$id" ;;
+  esac
+done
+"#;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("pcconf-sweep-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn lease_line(id: &str) -> String {
+        json!({"record": "lease", "attempt": id, "providerLeaseId": id, "metadata": {},
+               "params": {"config": {}}})
+        .to_string()
+    }
+
+    /// The first `destroyed` record appended to a file whose last line the kill cut stands on
+    /// a line of its own: read back, the destroyed lease is gone.
+    #[test]
+    fn a_record_appended_after_a_cut_line_stands_on_its_own_line() {
+        let dir = temp_dir("cut");
+        let file = dir.join("ledger-1-1-x.jsonl");
+        let command = json!({"program": "/bin/sh", "args": ["-c", WORKER], "env": [], "cwd": null});
+        let run = json!({"record": "run", "version": 1, "pid": 1, "command": command});
+        let text =
+            format!("{run}\n{}\n{}\n{{\"record\":\"acqu", lease_line("l1"), lease_line("l2"));
+        std::fs::write(&file, text).unwrap();
+        let out = sweep_file(&file, None).unwrap();
+        assert_eq!(out.destroyed, ["l1"], "{out:?}");
+        assert_eq!(out.failed.len(), 1, "l2 is refused: {out:?}");
+        let after = std::fs::read_to_string(&file).unwrap();
+        let left = LedgerContents::parse(&after).leases;
+        let ids: Vec<&str> = left.iter().map(|l| l.provider_lease_id.as_str()).collect();
+        assert_eq!(ids, ["l2"], "{after}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A ledger someone else could have written is refused before its worker is started.
+    #[test]
+    fn a_ledger_or_directory_others_can_write_is_refused() {
+        use std::fs::Permissions;
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &Path, m: u32| std::fs::set_permissions(p, Permissions::from_mode(m));
+        let dir = temp_dir("trust");
+        let marker = dir.join("ran");
+        let program = format!("touch {}", marker.display());
+        let command =
+            json!({"program": "/bin/sh", "args": ["-c", program], "env": [], "cwd": null});
+        let run = json!({"record": "run", "version": 1, "pid": 1, "command": command});
+        let file = dir.join("ledger-1-1-x.jsonl");
+        std::fs::write(&file, format!("{run}\n{}\n", lease_line("l1"))).unwrap();
+        let refused = |path: &Path, why: &str| {
+            let e = sweep_file(path, None).unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains("not swept"), "{e}");
+            assert!(!marker.exists(), "the worker was started: {e}");
+        };
+        mode(&dir, 0o777).unwrap();
+        refused(&file, "directory of the ledger file is writable by its group or by others");
+        mode(&dir, 0o700).unwrap();
+        mode(&file, 0o620).unwrap();
+        refused(&file, "ledger file is writable by its group or by others");
+        mode(&file, 0o600).unwrap();
+        let link = dir.join("ledger-2-2-x.jsonl");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        refused(&link, "ledger file is a symbolic link");
+        let linked_dir = temp_dir("trust-link");
+        std::fs::remove_dir(&linked_dir).unwrap();
+        std::os::unix::fs::symlink(&dir, &linked_dir).unwrap();
+        refused(
+            &linked_dir.join("ledger-1-1-x.jsonl"),
+            "directory of the ledger file is a symbolic link",
+        );
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&file, Some(4242), None).unwrap();
+            refused(&file, "ledger file is owned by another user");
+            std::os::unix::fs::chown(&file, Some(0), None).unwrap();
+        }
+        // Trusted: the worker runs (and fails to destroy: it exits at once).
+        let out = sweep_file(&file, None).unwrap();
+        assert!(marker.exists(), "{out:?}");
+        let _ = std::fs::remove_file(&linked_dir);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

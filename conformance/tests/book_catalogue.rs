@@ -8,13 +8,14 @@
 //! 4. The generated pages `book/src/reference/checks.md` and `book/src/reference/schemas.md`
 //!    equal their renderers' output (`UPDATE_SNAPSHOTS=1` rewrites them).
 //! 5. The capability table of the contract chapter matches `capabilities::CAPABILITIES`.
+//! 6. The CI chapter states how long an interrupted run waits for the acquires in flight.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use paperclip_sandbox_conformance::__internals::{
     anchor, chapter_of, chapters, checks as all, render_markdown, render_schema_index,
-    CONTRACT_ONLY, REQUIREMENTS,
+    CONTRACT_ONLY, INTERRUPT_ACQUIRE_WAIT, REQUIREMENTS,
 };
 use paperclip_sandbox_conformance::Level;
 use paperclip_sandbox_protocol::capabilities::Capability;
@@ -236,4 +237,12 @@ fn contract_chapter_capability_table_matches_the_protocol_table() {
         };
         assert_eq!(row[2], opt_in, "{}", spec.key);
     }
+}
+
+#[test]
+fn ci_chapter_states_the_interrupt_acquire_wait() {
+    let text = read("ci.md").split_whitespace().collect::<Vec<_>>().join(" ");
+    let secs = INTERRUPT_ACQUIRE_WAIT.as_secs();
+    let stated = format!("waits up to {secs} s for the acquires in flight");
+    assert!(text.contains(&stated), "book/src/ci.md must say: {stated}");
 }

@@ -249,3 +249,24 @@ fn a_run_that_ends_normally_leaves_no_ledger() {
         assert!(!stderr.contains("still lists"), "{name}: {stderr}");
     }
 }
+
+/// `sweep -- WORKER` applies one worker command to the ledgers it finds: with more than one it
+/// refuses (exit 2) and sweeps nothing.
+#[test]
+fn sweep_with_a_worker_refuses_more_than_one_ledger() {
+    let dir = support::temp_dir("interrupted", "two-ledgers");
+    let lines = [
+        r#"{"record":"run","version":1,"pid":1,"command":{"program":"/nonexistent/worker","args":[],"env":[],"cwd":null}}"#,
+        r#"{"record":"lease","attempt":"a","providerLeaseId":"l1","metadata":{},"params":{"config":{}}}"#,
+    ];
+    let files = [dir.join("ledger-1-1-x.jsonl"), dir.join("ledger-2-2-x.jsonl")];
+    for file in &files {
+        std::fs::write(file, lines.join("\n") + "\n").unwrap();
+    }
+    let out = support::harness(&["sweep", &dir.display().to_string(), "--", "/nonexistent/other"]);
+    let stderr = support::lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("one worker command, and 2 ledger files"), "{stderr}");
+    assert!(!stderr.contains("does not start"), "nothing is swept: {stderr}");
+    assert!(files.iter().all(|f| f.exists()));
+}

@@ -252,7 +252,15 @@ pub fn main(args: RunArgs) -> ExitCode {
     }
     options.ledger_file = Some(ledger.clone());
     let code = run_with_ledger(&args, options, started);
-    match ledger.finish() {
+    let finished = ledger.finish();
+    if ledger.is_interrupted() {
+        // The interrupt thread destroys what the ledger lists and ends the process with the
+        // signal's exit code; this thread must not exit under it.
+        loop {
+            std::thread::park();
+        }
+    }
+    match finished {
         Ok(None) => {}
         Ok(Some(path)) => eprintln!(
             "the lease ledger {} still lists what the run could not destroy: \

@@ -24,7 +24,8 @@ pub struct SweepArgs {
     /// default run directory of `run --run-dir`).
     #[arg(value_name = "PATH")]
     paths: Vec<PathBuf>,
-    /// The worker command to destroy with, instead of the one the ledger records.
+    /// The worker command to destroy with, instead of the one the ledger records (one ledger
+    /// file only).
     #[arg(last = true, value_name = "WORKER")]
     worker: Vec<String>,
 }
@@ -68,23 +69,30 @@ impl SweepArgs {
             },
         };
         let paths = if self.paths.is_empty() { vec![default_run_dir()] } else { self.paths };
-        let mut all_ended = true;
-        let mut files = 0;
+        let mut files = vec![];
         for path in &paths {
-            let found = match ledger_files(path) {
-                Ok(f) => f,
+            match ledger_files(path) {
+                Ok(f) => files.extend(f),
                 Err(e) => return fail_usage(e),
-            };
-            for file in found {
-                files += 1;
-                let what = format!("sweep: {}", file.display());
-                match sweep_file(&file, command.as_ref()) {
-                    Ok(out) => all_ended &= print(&what, &out),
-                    Err(e) => return fail_usage(e),
-                }
             }
         }
-        if files == 0 {
+        if command.is_some() && files.len() > 1 {
+            return fail_usage(format!(
+                "`-- WORKER` destroys with one worker command, and {} ledger files were found \
+                 ({}): name the one ledger file to sweep with it",
+                files.len(),
+                join(&files)
+            ));
+        }
+        let mut all_ended = true;
+        for file in &files {
+            let what = format!("sweep: {}", file.display());
+            match sweep_file(file, command.as_ref()) {
+                Ok(out) => all_ended &= print(&what, &out),
+                Err(e) => return fail_usage(e),
+            }
+        }
+        if files.is_empty() {
             eprintln!("sweep: no ledger file in {}", join(&paths));
         }
         ExitCode::from(if all_ended { EXIT_OK } else { EXIT_FAILED })
@@ -96,8 +104,9 @@ fn join(paths: &[PathBuf]) -> String {
 }
 
 /// How long an interrupted run waits for the acquires in flight before it destroys what its
-/// ledger lists (an acquire answered meanwhile is destroyed too).
-const INTERRUPT_ACQUIRE_WAIT: Duration = Duration::from_secs(60);
+/// ledger lists (an acquire answered meanwhile is destroyed too). The book's CI chapter states
+/// it (a test holds the two equal).
+pub const INTERRUPT_ACQUIRE_WAIT: Duration = Duration::from_secs(60);
 
 /// Exit code of a run ended by SIGINT (128 + the signal number, as a shell reports it).
 pub const EXIT_SIGINT: u8 = 130;
@@ -119,11 +128,16 @@ pub(crate) fn on_interrupt(ledger: LedgerFile) -> std::io::Result<()> {
         cleaning.store(true, std::sync::atomic::Ordering::SeqCst);
         let (name, code) =
             if sig == SIGINT { ("SIGINT", EXIT_SIGINT) } else { ("SIGTERM", EXIT_SIGTERM) };
-        eprintln!(
-            "interrupted ({name}): no new acquire; destroying what the ledger {} lists",
-            ledger.path().display()
-        );
-        let out = ledger.end_interrupted_run(INTERRUPT_ACQUIRE_WAIT);
+        let announce = || {
+            eprintln!(
+                "interrupted ({name}): no new acquire; destroying what the ledger {} lists",
+                ledger.path().display()
+            )
+        };
+        // `None`: the run finished first; its main thread reports and exits.
+        let Some(out) = ledger.end_interrupted_run(INTERRUPT_ACQUIRE_WAIT, announce) else {
+            return;
+        };
         if !print("interrupted", &out) || out.unanswered > 0 {
             eprintln!(
                 "interrupted: the ledger is kept: `sandbox-conformance sweep {}` retries",
