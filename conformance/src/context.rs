@@ -61,6 +61,9 @@ pub struct RunOptions {
     /// The write-ahead lease ledger the run's sessions journal to (`run --run-dir`); `None`:
     /// the run keeps its ledger in memory only.
     pub ledger_file: Option<crate::ledger_file::LedgerFile>,
+    /// `--company`: the company every invocation is scoped to (`companyId`); default
+    /// `company-conformance`. Runs that share one backend can tell their resources apart by it.
+    pub company_id: String,
 }
 
 /// The default `--jobs`: the machine's cores, at most 4, so that the worker under test (and
@@ -91,6 +94,7 @@ impl RunOptions {
             required_clis: vec![],
             jobs: default_jobs(),
             ledger_file: None,
+            company_id: crate::host::DEFAULT_COMPANY_ID.into(),
         }
     }
 }

@@ -32,6 +32,9 @@ pub const MAX_NOTICES: usize = 20_000;
 /// The published host's default per-call timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The company a run scopes its invocations to unless `--company` names another.
+pub const DEFAULT_COMPANY_ID: &str = "company-conformance";
+
 /// Timeouts and scope of a session.
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
@@ -49,7 +52,7 @@ pub struct SessionConfig {
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
-            company_id: "company-conformance".into(),
+            company_id: DEFAULT_COMPANY_ID.into(),
             init_timeout: INITIALIZE_TIMEOUT,
             call_timeout: DEFAULT_CALL_TIMEOUT,
             ledger_file: None,

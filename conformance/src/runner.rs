@@ -300,6 +300,7 @@ pub fn prepare(options: RunOptions) -> Result<RunEnv, HarnessError> {
     let session = SessionConfig {
         call_timeout: options.call_timeout,
         ledger_file: options.ledger_file.clone(),
+        company_id: options.company_id.clone(),
         ..SessionConfig::default()
     };
     Ok(RunEnv {

@@ -50,7 +50,13 @@ pub(crate) fn end_leases(
     if leases.is_empty() {
         return out;
     }
-    let config = SessionConfig::default();
+    // The invocation scope names the company the leases were acquired for (`run --company`).
+    let mut config = SessionConfig::default();
+    if let Some(company) =
+        leases.iter().find_map(|l| l.params.get("companyId").and_then(Value::as_str))
+    {
+        config.company_id = company.to_owned();
+    }
     let mut s = match Session::spawn(command, "sweep", config, Observations::default()) {
         Ok(s) => s,
         Err(e) => {

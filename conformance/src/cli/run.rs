@@ -99,6 +99,10 @@ pub struct RunArgs {
     /// The config key that receives the planted sentinel secret.
     #[arg(long, value_name = "NAME", default_value = "apiKey")]
     secret_field: String,
+    /// The company every call is scoped to (`companyId`). Two runs against one backend at once
+    /// can use different companies to tell their resources apart.
+    #[arg(long, value_name = "ID", default_value = crate::host::DEFAULT_COMPANY_ID)]
+    company: String,
     /// Fields added to the acquire params the harness sends (a JSON object; `null` removes a
     /// field), e.g. `{"adapterType": "codex_local"}`.
     #[arg(long, value_name = "FILE")]
@@ -200,6 +204,10 @@ fn options(args: &RunArgs) -> Result<RunOptions, HarnessError> {
     o.call_timeout = Duration::from_millis(args.timeout_ms.max(1));
     o.shutdown_timeout = Duration::from_millis(args.shutdown_timeout_ms);
     o.secret_field = args.secret_field.clone();
+    if args.company.trim().is_empty() {
+        return Err(HarnessError::Usage("--company: expected a non-empty id".into()));
+    }
+    o.company_id = args.company.clone();
     o.progress = !args.quiet;
     if let Some(jobs) = args.jobs {
         o.jobs = jobs.max(1);
@@ -298,4 +306,29 @@ fn run_with_ledger(args: &RunArgs, options: RunOptions, started: std::time::Inst
     }
     eprintln!("{}", human::wall_line(&report));
     ExitCode::from(u8::try_from(report.exit_code).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn parse(args: &[&str]) -> RunArgs {
+        let argv = ["run"].iter().chain(args).chain(&["--", "worker"]);
+        Cli::try_parse_from(argv).unwrap().run
+    }
+
+    #[test]
+    fn company_scopes_the_run_and_must_not_be_empty() {
+        assert_eq!(options(&parse(&[])).unwrap().company_id, "company-conformance");
+        assert_eq!(options(&parse(&["--company", "acme-7"])).unwrap().company_id, "acme-7");
+        let e = options(&parse(&["--company", " "])).unwrap_err();
+        assert!(e.to_string().contains("--company"), "{e}");
+    }
 }

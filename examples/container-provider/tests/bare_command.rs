@@ -18,9 +18,6 @@ use common::{containers_of, target, BIN};
 use container_provider::config::{standard_socket, DEFAULT_IMAGE};
 use container_provider::engine::Engine;
 
-/// The company the harness acquires leases for.
-const HARNESS_COMPANY: &str = "company-conformance";
-
 /// Builds the `sandbox-conformance` binary into the profile directory of the provider binary.
 fn harness_binary() -> PathBuf {
     let dir = Path::new(BIN).parent().unwrap();
@@ -67,10 +64,12 @@ async fn the_bare_harness_command_exits_0_under_both_profiles_and_leaves_no_cont
         "the engine at the standard socket lacks {DEFAULT_IMAGE} (`.ci/container-engine up` tags it)"
     );
     let harness = harness_binary();
+    // A company of this run's own, so another run on the engine is not taken for a leftover.
+    let company = format!("conformance-bare-{}", std::process::id());
     for profile in [None, Some("paperclip-2026-09")] {
-        let before = containers_of(&engine, HARNESS_COMPANY).await;
+        let before = containers_of(&engine, &company).await;
         let mut cmd = Command::new(&harness);
-        cmd.arg("run");
+        cmd.args(["run", "--company", &company]);
         if let Some(p) = profile {
             cmd.args(["--profile", p]);
         }
@@ -84,7 +83,7 @@ async fn the_bare_harness_command_exits_0_under_both_profiles_and_leaves_no_cont
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let after = containers_of(&engine, HARNESS_COMPANY).await;
+        let after = containers_of(&engine, &company).await;
         let left: Vec<&String> = after.iter().filter(|c| !before.contains(c)).collect();
         assert!(left.is_empty(), "{name}: the run left containers behind: {left:?}");
     }

@@ -18,9 +18,6 @@ const STOP_CHECKS: [&str; 4] = [
     "lifecycle.export-resume",
 ];
 
-/// The company the harness acquires leases for.
-const HARNESS_COMPANY: &str = "company-conformance";
-
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs a container engine: DOCKER_HOST and PAPERCLIP_CONTAINER_IMAGE (see the README)"]
 async fn container_provider_passes_every_check_and_leaves_no_container() {
@@ -29,8 +26,11 @@ async fn container_provider_passes_every_check_and_leaves_no_container() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.json");
     std::fs::write(&config, t.config().to_string()).unwrap();
+    // A company of this run's own: another run on the same engine (a chaos run, a second
+    // checkout's tests) cannot be mistaken for this one's leftovers.
+    let company = format!("conformance-{}", std::process::id());
     for profile in [HostProfile::Paperclip2026_11, HostProfile::Paperclip2026_09] {
-        let before = containers_of(&engine, HARNESS_COMPANY).await;
+        let before = containers_of(&engine, &company).await;
         let command = WorkerCommand {
             program: env!("CARGO_BIN_EXE_container-provider").to_owned(),
             args: Vec::new(),
@@ -39,6 +39,7 @@ async fn container_provider_passes_every_check_and_leaves_no_container() {
         };
         let mut options = RunOptions::from(command);
         options.config_path = Some(config.clone());
+        options.company_id = company.clone();
         let report = tokio::task::spawn_blocking(move || {
             // No idle-drain, environmentTask or duplex channel hooks: their checks skip. Under
             // paperclip-2026-09 environmentStopLease and the newest methods do not exist, so
@@ -61,7 +62,7 @@ async fn container_provider_passes_every_check_and_leaves_no_container() {
         })
         .await
         .unwrap();
-        let after = containers_of(&engine, HARNESS_COMPANY).await;
+        let after = containers_of(&engine, &company).await;
         let left: Vec<&String> = after.iter().filter(|c| !before.contains(c)).collect();
         // A harness without the run-wide lease ledger (no `ledger.clean` check) leaks the lease
         // `shutdown.no-orphans` acquires outside its ledger: one container per run, the

@@ -9,9 +9,6 @@ use paperclip_sandbox_conformance::WorkerCommand;
 use paperclip_sandbox_conformance::{assert_conformant, RunOptions};
 use paperclip_sandbox_protocol::HostProfile;
 
-/// The company the harness acquires leases for.
-const HARNESS_COMPANY: &str = "company-conformance";
-
 #[tokio::test(flavor = "multi_thread")]
 async fn kubernetes_provider_passes_every_check_and_leaves_no_pod() {
     let Some(t) = target() else { return };
@@ -19,9 +16,11 @@ async fn kubernetes_provider_passes_every_check_and_leaves_no_pod() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.json");
     std::fs::write(&config, t.config().to_string()).unwrap();
+    // A company of this run's own, so another run on the cluster is not taken for a leftover.
+    let company = format!("conformance-{}", std::process::id());
     for profile in [HostProfile::Paperclip2026_11, HostProfile::Paperclip2026_09] {
         let pods_before = all_pods(&cluster, &t.namespace).await;
-        let before = objects_of(&cluster, &t.namespace, Some(HARNESS_COMPANY)).await;
+        let before = objects_of(&cluster, &t.namespace, Some(&company)).await;
         let command = WorkerCommand {
             program: env!("CARGO_BIN_EXE_kubernetes-provider").to_owned(),
             args: Vec::new(),
@@ -30,6 +29,7 @@ async fn kubernetes_provider_passes_every_check_and_leaves_no_pod() {
         };
         let mut options = RunOptions::from(command);
         options.config_path = Some(config.clone());
+        options.company_id = company.clone();
         let report = tokio::task::spawn_blocking(move || {
             // No idle-drain, environmentTask, login PTY or duplex channel hooks, and no
             // environmentStopLease (a Pod has no stopped state): their checks skip.
@@ -51,7 +51,7 @@ async fn kubernetes_provider_passes_every_check_and_leaves_no_pod() {
         })
         .await
         .unwrap();
-        let after = objects_of(&cluster, &t.namespace, Some(HARNESS_COMPANY)).await;
+        let after = objects_of(&cluster, &t.namespace, Some(&company)).await;
         let left: Vec<&String> = after.iter().filter(|c| !before.contains(c)).collect();
         // A harness without the run-wide lease ledger leaks the lease `shutdown.no-orphans`
         // acquires outside it (the harness's fault); with the ledger nothing may be left.
