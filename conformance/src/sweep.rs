@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::host::{Observations, Reply, Session, SessionConfig};
 use crate::ledger_file::{
-    removable, try_lock, LedgerContents, LedgerLease, Unanswered, FILE_PREFIX,
+    check_trusted, removable, try_lock, LedgerContents, LedgerLease, Unanswered, FILE_PREFIX,
 };
 use crate::process::WorkerCommand;
 use crate::HarnessError;
@@ -119,40 +119,13 @@ pub(crate) fn ledger_files(path: &Path) -> Result<Vec<PathBuf>, HarnessError> {
     Ok(files)
 }
 
-/// Refuses a ledger file, or the directory that holds it, that someone else could have
-/// written: a ledger names the program `sweep` runs, and a run directory may be shared (the
-/// temp-dir fallback of the default run directory is), so only a file and a directory of the
-/// current user that no one else can write, and neither a symbolic link, are trusted.
-fn check_trusted(path: &Path, what: &str) -> Result<(), HarnessError> {
-    use std::os::unix::fs::MetadataExt as _;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| HarnessError::io(path, e))?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    let problem = if meta.file_type().is_symlink() {
-        "is a symbolic link"
-    } else if meta.uid() != me {
-        "is owned by another user"
-    } else if meta.mode() & 0o022 != 0 {
-        "is writable by its group or by others"
-    } else {
-        return Ok(());
-    };
-    Err(HarnessError::BadFile {
-        path: path.to_owned(),
-        message: format!(
-            "not swept: the {what} {problem}; a ledger names the program sweep runs, so sweep \
-             trusts only ledger files and run directories that belong to the current user and \
-             that no one else can write (not symbolic links)"
-        ),
-    })
-}
-
 /// Sweeps one ledger file a run left behind: destroys what it lists through the worker it
 /// names (or `command`, when given), records each destroy in the file, and removes the file
 /// once nothing in it is left to destroy but acquires that were never answered, which the
 /// outcome reports ([`Unanswered::Reported`]: no later sweep could learn more about them). A file
 /// still locked by a running harness is left alone. A file or directory someone else could
-/// have written is refused (see [`check_trusted`]).
+/// have written is refused before anything is read or run (see
+/// [`check_trusted`]: the one rule `run` and `replay` apply to their run directory too).
 pub(crate) fn sweep_file(
     path: &Path,
     command: Option<&WorkerCommand>,
@@ -161,8 +134,8 @@ pub(crate) fn sweep_file(
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    check_trusted(dir, "directory of the ledger file")?;
-    check_trusted(path, "ledger file")?;
+    check_trusted(dir, "directory of the ledger file", "not swept")?;
+    check_trusted(path, "ledger file", "not swept")?;
     let io = |e| HarnessError::io(path, e);
     let mut file = std::fs::OpenOptions::new().read(true).append(true).open(path).map_err(io)?;
     if !try_lock(&file) {

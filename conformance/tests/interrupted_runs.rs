@@ -1,13 +1,15 @@
 //! Nothing is left behind when a run is interrupted: a run sent SIGTERM (stateful or fixed
 //! checks) destroys what its write-ahead lease ledger lists and exits 143; a run killed with
-//! SIGKILL leaves its ledger, and `sandbox-conformance sweep` destroys what it lists.
+//! SIGKILL leaves its ledger, and `sandbox-conformance sweep` destroys what it lists. The same
+//! holds for `replay` of a kept stateful case. A run directory someone else could write is
+//! refused before anything is written there.
 //!
 //! The worker is the official-SDK fixture `stateful-worker.mjs`, whose leases are directories
 //! `lease-*` under `$PAPERCLIP_FIXTURE_ROOT`: a lease left behind is a directory left there.
 
 mod support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -39,28 +41,75 @@ impl Run {
     /// Starts `sandbox-conformance run <mode…>` against the fixture worker.
     fn start(&self, mode: &[&str]) -> Child {
         let fixture = support::tests_dir().join("fixtures/official-sdk-worker");
-        let manifest = fixture.join("stateful-manifest.json");
         let worker = fixture.join("stateful-worker.mjs");
+        let mut args: Vec<String> = vec!["run".into()];
+        args.extend(mode.iter().map(|s| (*s).to_owned()));
+        args.push("--env".into());
+        args.push(format!("PAPERCLIP_FIXTURE_ROOT={}", self.root.display()));
+        args.push("--env".into());
+        args.push(format!("TMPDIR={}", self.root.display()));
+        args.extend(["--".into(), "node".into(), worker.display().to_string()]);
+        self.spawn(&args)
+    }
+
+    /// Starts `sandbox-conformance replay CASE` against the fixture worker (`replay` has no
+    /// `--env`: the worker command is `env … node stateful-worker.mjs`).
+    fn start_replay(&self, case: &Path) -> Child {
+        let fixture = support::tests_dir().join("fixtures/official-sdk-worker");
+        let worker = fixture.join("stateful-worker.mjs");
+        let args = [
+            "replay".into(),
+            case.display().to_string(),
+            "--".into(),
+            "env".into(),
+            format!("PAPERCLIP_FIXTURE_ROOT={}", self.root.display()),
+            format!("TMPDIR={}", self.root.display()),
+            "node".into(),
+            worker.display().to_string(),
+        ];
+        self.spawn(&args)
+    }
+
+    /// Starts the harness with `args` (a subcommand, its options, `--` and the worker), adding
+    /// `--run-dir` and the fixture's `--manifest` after the subcommand.
+    fn spawn(&self, args: &[String]) -> Child {
+        let fixture = support::tests_dir().join("fixtures/official-sdk-worker");
+        let manifest = fixture.join("stateful-manifest.json");
         let out = std::fs::File::create(self.dir.join("stdout")).unwrap();
         let err = std::fs::File::create(self.dir.join("stderr")).unwrap();
+        let (command, rest) = args.split_first().unwrap();
         Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
-            .arg("run")
-            .args(mode)
+            .arg(command)
             .arg("--run-dir")
             .arg(&self.run_dir)
-            .arg("--env")
-            .arg(format!("PAPERCLIP_FIXTURE_ROOT={}", self.root.display()))
-            .arg("--env")
-            .arg(format!("TMPDIR={}", self.root.display()))
             .arg("--manifest")
             .arg(manifest)
-            .args(["--", "node"])
-            .arg(worker)
+            .args(rest)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
             .spawn()
             .unwrap()
+    }
+
+    /// A kept stateful case that holds one lease for a long time: an acquire, then `writes`
+    /// executes in it. `company`, when given, is the company the case records.
+    fn long_case(&self, writes: usize, company: Option<&str>) -> PathBuf {
+        let mut ops = vec![serde_json::json!({"op": "acquire", "h": 0})];
+        for i in 0..writes {
+            ops.push(serde_json::json!({"op": "write", "h": 0, "file": i % 8, "mode": 420}));
+        }
+        let mut case = serde_json::json!({
+            "kind": "paperclip-sandbox-stateful-case", "harness": "test", "seed": "0x0",
+            "case": 0, "invariant": "stateful.resume-destroyed", "requirement": "LIFE-RESUME-2",
+            "expected": "", "actual": "", "ops": ops,
+        });
+        if let Some(company) = company {
+            case["company"] = company.into();
+        }
+        let path = self.dir.join("long.case.json");
+        std::fs::write(&path, case.to_string()).unwrap();
+        path
     }
 
     fn stderr(&self) -> String {
@@ -141,7 +190,11 @@ fn wait(child: &mut Child) -> ExitStatus {
 /// exits 143.
 fn sigterm_leaves_nothing(name: &str, mode: &[&str]) {
     let Some(run) = Run::new(name) else { return };
-    let mut child = run.start(mode);
+    let child = run.start(mode);
+    sigterm_leaves_nothing_of(&run, child);
+}
+
+fn sigterm_leaves_nothing_of(run: &Run, mut child: Child) {
     run.wait_for_recorded_lease(&mut child);
     signal(&child, libc::SIGTERM);
     let status = wait(&mut child);
@@ -163,10 +216,43 @@ fn a_fixed_check_run_sent_sigterm_leaves_nothing() {
     sigterm_leaves_nothing("fixed-term", &["-q", "--jobs", "2"]);
 }
 
+/// A replay of a kept case holds real leases: SIGTERM destroys them through its ledger.
+#[test]
+fn a_replay_sent_sigterm_leaves_nothing() {
+    let Some(run) = Run::new("replay-term") else { return };
+    let case = run.long_case(5_000, None);
+    let child = run.start_replay(&case);
+    sigterm_leaves_nothing_of(&run, child);
+}
+
 #[test]
 fn a_killed_run_leaves_a_ledger_that_sweep_empties() {
     let Some(run) = Run::new("killed") else { return };
-    let mut child = run.start(&["-q", "--stateful", "--cases", "500"]);
+    let child = run.start(&["-q", "--stateful", "--cases", "500"]);
+    killed_leaves_a_ledger_that_sweep_empties(&run, child);
+}
+
+/// A replay killed with SIGKILL leaves its ledger, which names the company the case records
+/// (the replay's calls were scoped to it), and `sweep` empties it.
+#[test]
+fn a_killed_replay_leaves_a_ledger_that_sweep_empties() {
+    let Some(run) = Run::new("replay-killed") else { return };
+    let case = run.long_case(5_000, Some("company-kept-case"));
+    let child = run.start_replay(&case);
+    let ledger = killed_leaves_a_ledger_that_sweep_empties(&run, child);
+    let companies: Vec<Value> = ledger
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["record"] == "lease")
+        .map(|v| v["params"]["companyId"].clone())
+        .collect();
+    assert!(!companies.is_empty(), "{ledger}");
+    assert!(companies.iter().all(|c| c == "company-kept-case"), "{companies:?}");
+}
+
+/// Kills `child` once it holds a lease its ledger records, then sweeps the run directory;
+/// returns the text of the ledger the kill left.
+fn killed_leaves_a_ledger_that_sweep_empties(run: &Run, mut child: Child) -> String {
     run.wait_for_recorded_lease(&mut child);
     signal(&child, libc::SIGKILL);
     wait(&mut child);
@@ -176,6 +262,7 @@ fn a_killed_run_leaves_a_ledger_that_sweep_empties() {
     let named: Vec<&String> = left.iter().filter(|l| recorded.contains(l)).collect();
     assert!(!named.is_empty(), "the killed run left leases its ledger names: {left:?}");
     assert_eq!(run.ledgers().len(), 1, "the ledger stays");
+    let ledger = std::fs::read_to_string(&run.ledgers()[0]).unwrap();
 
     let run_dir = run.run_dir.display().to_string();
     let out = support::harness(&["sweep", &run_dir]);
@@ -196,6 +283,7 @@ fn a_killed_run_leaves_a_ledger_that_sweep_empties() {
     let again = support::harness(&["sweep", &run_dir]);
     assert_eq!(again.status.code(), Some(0));
     assert!(support::lossy(&again.stderr).contains("no ledger file"));
+    ledger
 }
 
 /// A ledger whose worker cannot destroy (here: a worker that does not start) is kept, and
@@ -269,4 +357,76 @@ fn sweep_with_a_worker_refuses_more_than_one_ledger() {
     assert!(stderr.contains("one worker command, and 2 ledger files"), "{stderr}");
     assert!(!stderr.contains("does not start"), "nothing is swept: {stderr}");
     assert!(files.iter().all(|f| f.exists()));
+}
+
+/// `run` and `replay` refuse a run directory that is a symbolic link, belongs to another user
+/// or is writable by its group or others (the rule `sweep` applies): exit 2 naming the path and
+/// the rule, before the worker starts and without writing there.
+#[test]
+fn an_untrusted_run_directory_is_refused_before_anything_is_written() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = support::temp_dir("interrupted", "untrusted");
+    let marker = dir.join("worker-ran");
+    let worker = format!("touch {}", marker.display());
+    let open = dir.join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let private = dir.join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&private, &link).unwrap();
+    let case = dir.join("x.case.json");
+    std::fs::write(&case, "{}").unwrap();
+    let mut refusals = vec![
+        (open.clone(), "is writable by its group or by others"),
+        (link.clone(), "is a symbolic link"),
+    ];
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let other = dir.join("other");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&other, Some(4242), None).unwrap();
+        refusals.push((other, "is owned by another user"));
+    }
+    for (run_dir, problem) in &refusals {
+        let d = run_dir.display().to_string();
+        let case = case.display().to_string();
+        for args in [
+            vec!["run", "-q", "--run-dir", &d, "--", "/bin/sh", "-c", &worker],
+            vec!["replay", &case, "--run-dir", &d, "--", "/bin/sh", "-c", &worker],
+        ] {
+            let out = support::harness(&args);
+            let stderr = support::lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(stderr.contains(&format!("{d}: not used as the run directory")), "{stderr}");
+            assert!(stderr.contains(problem), "{args:?}: {stderr}");
+            assert!(stderr.contains("must belong to the current user"), "the rule: {stderr}");
+            assert!(!marker.exists(), "{args:?}: the worker ran");
+        }
+    }
+    for d in [&open, &private] {
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 0, "{} was written", d.display());
+    }
+}
+
+/// A run that creates its default run directory creates it `0700`.
+#[test]
+fn the_default_run_directory_is_created_private() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = support::temp_dir("interrupted", "default-dir");
+    let state = dir.join("state");
+    let out = Command::new(env!("CARGO_BIN_EXE_sandbox-conformance"))
+        .args(["run", "-q", "--", "/nonexistent/worker"])
+        .env("XDG_STATE_HOME", &state)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = support::lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "the worker cannot start: {stderr}");
+    let run_dir = state.join("sandbox-conformance");
+    let mode = std::fs::metadata(&run_dir).map(|m| m.mode() & 0o777);
+    assert_eq!(mode.ok(), Some(0o700), "{stderr}");
+    assert_eq!(std::fs::read_dir(&run_dir).unwrap().count(), 0, "the empty ledger is removed");
 }

@@ -39,6 +39,18 @@ pub struct ReplayArgs {
     /// --expect-fixed, and by stateful cases).
     #[arg(long, value_name = "FILE")]
     manifest: Option<PathBuf>,
+    /// The company every call is scoped to (`companyId`). Default: the one a stateful case
+    /// file records, else the default company of `run`.
+    #[arg(long, value_name = "ID")]
+    company: Option<String>,
+    /// Where the replay keeps its write-ahead lease ledger, as `run --run-dir` does: every lease
+    /// it acquires is listed there before the acquire is sent, so that `sandbox-conformance
+    /// sweep` can destroy what a killed replay left; on SIGINT/SIGTERM the replay destroys what
+    /// its ledger lists and exits 130/143. Default: $XDG_STATE_HOME/sandbox-conformance (else
+    /// ~/.local/state/sandbox-conformance), created 0700; a directory that is a symbolic link,
+    /// belongs to another user or is writable by its group or others is refused (exit 2).
+    #[arg(long, value_name = "DIR")]
+    run_dir: Option<PathBuf>,
     /// The worker command.
     #[arg(last = true, value_name = "WORKER", required = true)]
     worker: Vec<String>,
@@ -60,20 +72,39 @@ behind, files not written), run the check with `--expect-fixed`.";
 
 /// Runs `replay`. Without `--expect-fixed`: exit 0 when every answer matches the recording (the
 /// failure reproduces), 1 when one differs. With `--expect-fixed`: exit 0 when the transcript's
-/// check passes against the worker now, 1 when it does not. 2 when the replay cannot run.
+/// check passes against the worker now, 1 when it does not. 2 when the replay cannot run. A
+/// stateful case (`*.case.json`): see [`super::stateful::replay_case`]. Leases are written to
+/// the ledger in `--run-dir` as `run` writes them, and SIGINT/SIGTERM destroy what it lists.
 pub fn main(args: ReplayArgs) -> ExitCode {
-    if let Ok(command) = WorkerCommand::from_argv(&args.worker) {
-        let mut options = RunOptions::new(command);
-        options.profile = args.profile.into();
-        options.config_path = args.config.clone();
-        options.manifest_path = args.manifest.clone();
-        options.call_timeout = Duration::from_millis(args.timeout_ms.max(1));
-        options.progress = false;
-        if let Some(code) = super::stateful::replay_case(&args.file, options, args.expect_fixed) {
-            return code;
-        }
+    let command = match WorkerCommand::from_argv(&args.worker) {
+        Ok(c) => c,
+        Err(e) => return super::fail_usage(e),
+    };
+    if args.company.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        return super::fail_usage("--company: expected a non-empty id");
     }
-    let diffs = match replay_file(&args) {
+    let mut options = RunOptions::new(command);
+    options.profile = args.profile.into();
+    options.config_path = args.config.clone();
+    options.manifest_path = args.manifest.clone();
+    options.call_timeout = Duration::from_millis(args.timeout_ms.max(1));
+    options.progress = false;
+    if let Some(company) = &args.company {
+        options.company_id = company.clone();
+    }
+    super::sweep::with_ledger(args.run_dir.as_deref(), options, |options| {
+        replay_with_ledger(&args, options)
+    })
+}
+
+fn replay_with_ledger(args: &ReplayArgs, options: RunOptions) -> ExitCode {
+    let company = args.company.as_deref();
+    if let Some(code) =
+        super::stateful::replay_case(&args.file, options.clone(), args.expect_fixed, company)
+    {
+        return code;
+    }
+    let diffs = match replay_file(args, &options) {
         Ok(n) => n,
         Err(e) => return super::fail_usage(e),
     };
@@ -88,23 +119,21 @@ pub fn main(args: ReplayArgs) -> ExitCode {
         println!("{}", if diffs == 0 { SAME_MEANING } else { DIFF_MEANING });
         return ExitCode::from(if diffs == 0 { 0 } else { 1 });
     }
-    match check_now(&args) {
+    match check_now(args, options) {
         Ok(code) => ExitCode::from(code),
         Err(e) => super::fail_usage(e),
     }
 }
 
-fn replay_file(args: &ReplayArgs) -> Result<usize, HarnessError> {
+fn replay_file(args: &ReplayArgs, options: &RunOptions) -> Result<usize, HarnessError> {
     let text = std::fs::read_to_string(&args.file).map_err(|e| HarnessError::io(&args.file, e))?;
     let entries = parse_artifact(&text)
         .map_err(|e| HarnessError::BadFile { path: args.file.clone(), message: e.to_string() })?;
-    let command = WorkerCommand::from_argv(&args.worker)?;
-    let timeout = Duration::from_millis(args.timeout_ms.max(1));
-    replay::replay(&entries, &command, timeout, &mut std::io::stdout())
+    replay::replay(&entries, &options.command, options.call_timeout, &mut std::io::stdout())
 }
 
 /// `--expect-fixed`: runs the transcript's check and returns the exit code (0 when it passes).
-fn check_now(args: &ReplayArgs) -> Result<u8, HarnessError> {
+fn check_now(args: &ReplayArgs, mut options: RunOptions) -> Result<u8, HarnessError> {
     let id = match &args.check {
         Some(id) => id.clone(),
         None => replay::check_id_of(&args.file).ok_or_else(|| {
@@ -114,12 +143,9 @@ fn check_now(args: &ReplayArgs) -> Result<u8, HarnessError> {
             ))
         })?,
     };
-    let mut options = RunOptions::new(WorkerCommand::from_argv(&args.worker)?);
-    options.profile = args.profile.into();
-    options.config_path = args.config.clone();
-    options.manifest_path = args.manifest.clone();
     options.filter = Some(id.clone());
-    options.progress = false;
+    // The check runs with `run`'s default timer, whatever `--timeout-ms` the replay had.
+    options.call_timeout = crate::host::DEFAULT_CALL_TIMEOUT;
     let report = runner::run(options)?;
     let Some(outcome) = report.checks.iter().find(|c| c.id == id) else {
         return Err(HarnessError::Usage(format!(

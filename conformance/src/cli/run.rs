@@ -122,7 +122,8 @@ pub struct RunArgs {
     /// acquires is listed there before the acquire is sent, so that `sandbox-conformance sweep`
     /// can destroy what a killed run left. On SIGINT/SIGTERM the run destroys what its ledger
     /// lists and exits 130/143. Default: $XDG_STATE_HOME/sandbox-conformance (else
-    /// ~/.local/state/sandbox-conformance).
+    /// ~/.local/state/sandbox-conformance), created 0700; a directory that is a symbolic link,
+    /// belongs to another user or is writable by its group or others is refused (exit 2).
     #[arg(long, value_name = "DIR")]
     run_dir: Option<PathBuf>,
     /// No progress lines on stderr.
@@ -249,36 +250,9 @@ pub fn main(args: RunArgs) -> ExitCode {
             return fail_usage(e);
         }
     };
-    let mut options = options;
-    let run_dir = args.run_dir.clone().unwrap_or_else(crate::ledger_file::default_run_dir);
-    let ledger = match crate::ledger_file::LedgerFile::create(&run_dir, &options.command) {
-        Ok(l) => l,
-        Err(e) => return fail_usage(HarnessError::io(&run_dir, e)),
-    };
-    if let Err(e) = super::sweep::on_interrupt(ledger.clone()) {
-        return fail_usage(format!("cannot handle SIGINT/SIGTERM: {e}"));
-    }
-    options.ledger_file = Some(ledger.clone());
-    let code = run_with_ledger(&args, options, started);
-    let finished = ledger.finish();
-    if ledger.is_interrupted() {
-        // The interrupt thread destroys what the ledger lists and ends the process with the
-        // signal's exit code; this thread must not exit under it.
-        loop {
-            std::thread::park();
-        }
-    }
-    match finished {
-        Ok(None) => {}
-        Ok(Some(path)) => eprintln!(
-            "the lease ledger {} still lists what the run could not destroy: \
-             `sandbox-conformance sweep {}` retries",
-            path.display(),
-            path.display()
-        ),
-        Err(e) => eprintln!("warning: the lease ledger {}: {e}", ledger.path().display()),
-    }
-    code
+    super::sweep::with_ledger(args.run_dir.as_deref(), options, |options| {
+        run_with_ledger(&args, options, started)
+    })
 }
 
 fn run_with_ledger(args: &RunArgs, options: RunOptions, started: std::time::Instant) -> ExitCode {

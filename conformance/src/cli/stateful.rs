@@ -143,11 +143,14 @@ pub fn main(
 /// `replay CASE.json`: re-executes a kept stateful case against the worker and re-judges it.
 /// Returns `None` when `file` is not a case file (a transcript: the caller replays it).
 /// Without `expect_fixed`: exit 0 when the case's invariant fails again (the verdict
-/// reproduces), 1 when it does not; with it: exit 0 when the program now passes.
+/// reproduces), 1 when it does not; with it: exit 0 when the program now passes. Calls are
+/// scoped to `company` (`replay --company`) when given, else to the company the case file
+/// records, else to `options`' (the default company).
 pub fn replay_case(
     file: &std::path::Path,
-    options: RunOptions,
+    mut options: RunOptions,
     expect_fixed: bool,
+    company: Option<&str>,
 ) -> Option<ExitCode> {
     use crate::stateful::report::read_case;
     let text = std::fs::read_to_string(file).ok()?;
@@ -160,6 +163,9 @@ pub fn replay_case(
         Ok(c) => c,
         Err(e) => return Some(fail_usage(e)),
     };
+    if let Some(company) = company.or(case.company.as_deref()) {
+        options.company_id = company.to_owned();
+    }
     let outcome = if case.chaos {
         chaos::replay_case(options, &case)
     } else {

@@ -1,7 +1,8 @@
-//! `sandbox-conformance sweep`: destroys what the lease ledgers of killed runs list, and the
-//! interrupt handling of `run` (SIGINT/SIGTERM: destroy what the run's ledger lists, then exit).
+//! `sandbox-conformance sweep`: destroys what the lease ledgers of killed runs list; and the
+//! ledger of `run` and `replay` ([`with_ledger`]) with its interrupt handling (SIGINT/SIGTERM:
+//! destroy what the ledger lists, then exit).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use clap::Args;
 use super::{fail_usage, EXIT_FAILED, EXIT_OK};
 use crate::ledger_file::{default_run_dir, LedgerFile};
 use crate::sweep::{ledger_files, sweep_file, SweepOutcome};
-use crate::WorkerCommand;
+use crate::{HarnessError, RunOptions, WorkerCommand};
 
 /// `sweep` arguments.
 #[derive(Debug, Args)]
@@ -147,4 +148,46 @@ pub(crate) fn on_interrupt(ledger: LedgerFile) -> std::io::Result<()> {
         std::process::exit(i32::from(code));
     })?;
     Ok(())
+}
+
+/// Runs `body` (a `run` or a `replay`) with a write-ahead lease ledger in `run_dir` (default:
+/// [`default_run_dir`]) given to it in `options`, and SIGINT/SIGTERM handled by
+/// [`on_interrupt`]. A run directory that cannot be used (refused by the ledger's trust rule,
+/// or not writable) is a usage error (exit 2) and `body` never runs. When `body` returns, the
+/// ledger is removed if nothing in it is left to destroy; otherwise its path is printed for
+/// `sweep`.
+pub(crate) fn with_ledger(
+    run_dir: Option<&Path>,
+    mut options: RunOptions,
+    body: impl FnOnce(RunOptions) -> ExitCode,
+) -> ExitCode {
+    let run_dir = run_dir.map_or_else(default_run_dir, Path::to_owned);
+    let ledger = match LedgerFile::create(&run_dir, &options.command) {
+        Ok(l) => l,
+        Err(e) => return fail_usage(HarnessError::io(&run_dir, e)),
+    };
+    if let Err(e) = on_interrupt(ledger.clone()) {
+        return fail_usage(format!("cannot handle SIGINT/SIGTERM: {e}"));
+    }
+    options.ledger_file = Some(ledger.clone());
+    let code = body(options);
+    let finished = ledger.finish();
+    if ledger.is_interrupted() {
+        // The interrupt thread destroys what the ledger lists and ends the process with the
+        // signal's exit code; this thread must not exit under it.
+        loop {
+            std::thread::park();
+        }
+    }
+    match finished {
+        Ok(None) => {}
+        Ok(Some(path)) => eprintln!(
+            "the lease ledger {} still lists what the run could not destroy: \
+             `sandbox-conformance sweep {}` retries",
+            path.display(),
+            path.display()
+        ),
+        Err(e) => eprintln!("warning: the lease ledger {}: {e}", ledger.path().display()),
+    }
+    code
 }

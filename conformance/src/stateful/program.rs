@@ -237,6 +237,10 @@ pub struct Case {
     /// The steps as they ran: one line per call and answer.
     #[serde(default)]
     pub history: Vec<String>,
+    /// The company the run scoped its calls to (`run --company`); `replay` scopes its calls to
+    /// it unless `--company` names another. Absent in older files: the default company.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub company: Option<String>,
 }
 
 /// A numbered program, one step a line.

@@ -359,6 +359,7 @@ fn minimize(
         ops,
         chaos: h.chaos.is_some(),
         history: mask(history, &h.env.secrets),
+        company: Some(h.env.options.company_id.clone()),
     };
     let dir = h.env.options.artifacts.clone().unwrap_or_else(std::env::temp_dir);
     let path = dir.join(format!("{}-{}.case.json", invariant, seed_text(seed)));
