@@ -212,6 +212,7 @@ pub const CASE_KIND: &str = "paperclip-sandbox-stateful-case";
 /// A kept case: the program, what it found, and where it came from. Replayed by
 /// `sandbox-conformance replay CASE.json -- <worker>` and by `run --stateful --regressions DIR`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Case {
     /// Always [`CASE_KIND`].
     pub kind: String,
