@@ -93,11 +93,15 @@ async fn sync_errors_name_roles_not_the_hosts_values() {
         // An archive entry cannot be created.
         (sync_params(&root.join("crafted"), &root.join("tree"), "directory"), "archive entry 0"),
     ];
-    for (params, role) in cases {
-        let error = client.call_raw("environmentSyncIn", params).await.unwrap_err();
-        let envelope = serde_json::to_string(&error).unwrap();
-        assert!(!envelope.contains(SENTINEL), "a host value is quoted: {envelope}");
-        assert!(error.message.starts_with("operations[0].files[0]: "), "{}", error.message);
-        assert!(error.message.contains(role), "{role} is not named: {}", error.message);
+    // syncOut's answer carries the sync-error envelope (`data`); syncIn's has none.
+    for method in ["environmentSyncIn", "environmentSyncOut"] {
+        for (params, role) in &cases {
+            let error = client.call_raw(method, params.clone()).await.unwrap_err();
+            let envelope = serde_json::to_string(&error).unwrap();
+            assert!(!envelope.contains(SENTINEL), "a host value is quoted: {envelope}");
+            assert_eq!(error.data.is_some(), method == "environmentSyncOut", "{envelope}");
+            assert!(error.message.starts_with("operations[0].files[0]: "), "{}", error.message);
+            assert!(error.message.contains(role), "{role} is not named: {}", error.message);
+        }
     }
 }
