@@ -32,6 +32,15 @@ fn classify(f: &ImplItemFn) -> syn::Result<Written<'_>> {
     let mut backend = None;
     for arg in inputs {
         let FnArg::Typed(t) = arg else { unreachable!("only the first argument is a receiver") };
+        if let Type::Reference(r) = &*t.ty {
+            if is_context(&r.elem) {
+                return Err(syn::Error::new_spanned(
+                    &t.ty,
+                    "a hook takes its `Context` by value: write `cx: Context` (a `Context` is a \
+                     cheap handle), not a reference",
+                ));
+            }
+        }
         let (slot, what) = if is_context(&t.ty) {
             (&mut cx, "a `Context`")
         } else if matches!(*t.ty, Type::Reference(_)) {
@@ -76,6 +85,8 @@ pub(crate) fn complete(
     let receiver = f.sig.inputs.first().cloned();
     let ident = &f.sig.ident;
     let block = &f.block;
+    // The hook's attributes (docs, lint levels, `#[tracing::instrument]`…) stay on it.
+    let attrs = &f.attrs;
     let Some(method) = method else {
         // The notification hook: no answer, so nothing to convert.
         if let Some((_, ty)) = written.backend {
@@ -85,6 +96,7 @@ pub(crate) fn complete(
             return Err(syn::Error::new(ty.span(), "`on_event` returns nothing"));
         }
         *f = syn::parse_quote_spanned! {f.sig.ident.span()=>
+            #(#attrs)*
             async fn #ident(#receiver, __params: #pty, __cx: #krate::Context) {
                 let #ppat: #pty = __params;
                 #bind_cx
@@ -107,7 +119,6 @@ pub(crate) fn complete(
             let #pat: #ty = &*__backend;
         }
     });
-    let attrs = &f.attrs;
     let ret_span = ret.span();
     let convert = quote_spanned! {ret_span=>
         #krate::__private::HookReturn::into_hook_result(__outcome, #method)

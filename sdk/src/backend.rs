@@ -6,20 +6,24 @@
 //! and a hook that takes a `&Backend` argument receives the one for its call's config:
 //!
 //! - opened lazily, by the first call that needs it;
-//! - shared by every later call whose config is the same (compared by a fingerprint of the
-//!   wire config: a keyed hash, computed in memory, never logged; the config itself is not
-//!   kept), and by concurrent first calls (one `connect` runs, the others wait for it);
+//! - shared by every later call whose config is the same (the whole wire config is compared,
+//!   in a canonical form where object key order does not matter — not a hash of it, so two
+//!   configs never share a backend; that form is kept in memory only, never logged, and
+//!   overwritten when dropped), and by concurrent first calls (one `connect` runs, the others
+//!   wait for it);
 //! - dropped when the host sends `configChanged`, and evicted (the least recently used first)
-//!   past [`MAX_BACKENDS`] configs;
+//!   past [`MAX_BACKENDS`] open backends;
 //! - when `connect` fails, its error is the call's error (converted for the call's method by
-//!   [`IntoProviderError`]), and the next call tries again.
+//!   [`IntoProviderError`]), nothing of it is kept (it takes no place among the open
+//!   backends), and the next call tries again.
 //!
 //! A backend is dropped only when no call holds it any more (hooks hold an `Arc`).
 
 use std::any::Any;
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::hash::BuildHasher;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use paperclip_sandbox_protocol::methods::{CarriesConfig, JsonObject, Method};
@@ -51,55 +55,176 @@ pub trait Connect: SandboxProvider {
     async fn connect(&self, config: &Self::Config) -> Result<Self::Backend, Self::Error>;
 }
 
-/// The open backends of one worker, by config fingerprint (type-erased: a provider has one
-/// backend type).
-#[derive(Default)]
-pub(crate) struct Backends {
-    inner: Mutex<Slots>,
+/// The identity of a wire config: its canonical encoding (object keys in sorted order, every
+/// string and list length-prefixed, so two different configs never encode alike), compared
+/// whole — not a hash of it, so one config's backend is never handed to another.
+///
+/// It holds the config's resolved secrets: it has no `Debug`, is never logged, and its bytes
+/// are overwritten when its last holder drops it.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ConfigKey(Arc<Canonical>);
+
+#[derive(PartialEq, Eq, Hash)]
+struct Canonical(Box<[u8]>);
+
+impl Drop for Canonical {
+    fn drop(&mut self) {
+        for byte in self.0.iter_mut() {
+            // SAFETY: `byte` is a valid, aligned, exclusive reference into the buffer. A
+            // volatile write is not elided though the buffer is freed right after.
+            unsafe { std::ptr::write_volatile(byte, 0) };
+        }
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
-#[derive(Default)]
-struct Slots {
-    by_config: HashMap<u64, Slot>,
+impl ConfigKey {
+    /// The key of `config`. The buffer is sized by a first pass, so that no partial copy of
+    /// the secrets is left behind by a reallocation.
+    pub(crate) fn of(config: &JsonObject) -> ConfigKey {
+        let mut len = 0;
+        encode_object(config, &mut |bytes| len += bytes.len());
+        let mut buf = Vec::with_capacity(len);
+        encode_object(config, &mut |bytes| buf.extend_from_slice(bytes));
+        debug_assert_eq!(buf.len(), len);
+        ConfigKey(Arc::new(Canonical(buf.into_boxed_slice())))
+    }
+}
+
+fn encode_len(len: usize, out: &mut impl FnMut(&[u8])) {
+    out(&(len as u64).to_le_bytes());
+}
+
+fn encode_str(s: &str, out: &mut impl FnMut(&[u8])) {
+    encode_len(s.len(), out);
+    out(s.as_bytes());
+}
+
+fn encode_object(object: &JsonObject, out: &mut impl FnMut(&[u8])) {
+    let mut keys: Vec<&String> = object.keys().collect();
+    keys.sort_unstable();
+    out(b"{");
+    encode_len(keys.len(), out);
+    for key in keys {
+        encode_str(key, out);
+        encode_value(&object[key], out);
+    }
+}
+
+fn encode_value(value: &Value, out: &mut impl FnMut(&[u8])) {
+    match value {
+        Value::Null => out(b"n"),
+        Value::Bool(b) => out(if *b { b"t" } else { b"f" }),
+        Value::Number(n) => {
+            out(b"#");
+            encode_str(&n.to_string(), out);
+        }
+        Value::String(s) => {
+            out(b"\"");
+            encode_str(s, out);
+        }
+        Value::Array(items) => {
+            out(b"[");
+            encode_len(items.len(), out);
+            items.iter().for_each(|v| encode_value(v, out));
+        }
+        Value::Object(o) => encode_object(o, out),
+    }
+}
+
+/// The open backends of one worker, by config (type-erased: a provider has one backend type).
+///
+/// A slot is made by the first call for a config and holds the cell its `connect` fills. A
+/// failed `connect` removes its slot; a successful one makes the slot open, and only open
+/// slots count toward [`MAX_BACKENDS`] — so configs whose `connect` fails never evict a
+/// working backend.
+pub(crate) struct Backends<S = RandomState> {
+    inner: Mutex<Slots<S>>,
+}
+
+impl<S: Default> Default for Backends<S> {
+    fn default() -> Self {
+        Backends { inner: Mutex::new(Slots { by_config: HashMap::default(), clock: 0 }) }
+    }
+}
+
+struct Slots<S> {
+    by_config: HashMap<ConfigKey, Slot, S>,
     clock: u64,
 }
 
 struct Slot {
     cell: Arc<dyn Any + Send + Sync>,
+    /// When a call last asked for it (the `clock` of [`Slots`]).
     used: u64,
+    /// Whether its `connect` succeeded.
+    open: bool,
 }
 
-impl std::fmt::Debug for Backends {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Backends").field("open", &self.slots().by_config.len()).finish()
+impl Slot {
+    fn holds<T>(&self, cell: &Arc<T>) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.cell), Arc::as_ptr(cell))
     }
 }
 
-impl Backends {
-    fn slots(&self) -> std::sync::MutexGuard<'_, Slots> {
+impl<S> std::fmt::Debug for Backends<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let slots = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let open = slots.by_config.values().filter(|s| s.open).count();
+        f.debug_struct("Backends").field("open", &open).finish()
+    }
+}
+
+impl<S: BuildHasher + Default> Backends<S> {
+    fn slots(&self) -> std::sync::MutexGuard<'_, Slots<S>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The cell of the backend for `fingerprint`, made when absent.
-    fn cell<B: Send + Sync + 'static>(&self, fingerprint: u64) -> Arc<OnceCell<Arc<B>>> {
+    /// The cell of the backend for `key`, made when absent; marks it used.
+    fn cell<B: Send + Sync + 'static>(&self, key: &ConfigKey) -> Arc<OnceCell<Arc<B>>> {
         let mut slots = self.slots();
         slots.clock += 1;
         let now = slots.clock;
-        if let Some(slot) = slots.by_config.get_mut(&fingerprint) {
+        if let Some(slot) = slots.by_config.get_mut(key) {
             if let Ok(cell) = slot.cell.clone().downcast::<OnceCell<Arc<B>>>() {
                 slot.used = now;
                 return cell;
             }
         }
-        if slots.by_config.len() >= MAX_BACKENDS && !slots.by_config.contains_key(&fingerprint) {
-            let oldest = slots.by_config.iter().min_by_key(|(_, s)| s.used).map(|(k, _)| *k);
-            if let Some(oldest) = oldest {
-                slots.by_config.remove(&oldest);
-            }
-        }
         let cell = Arc::new(OnceCell::<Arc<B>>::new());
-        slots.by_config.insert(fingerprint, Slot { cell: cell.clone(), used: now });
+        slots.by_config.insert(key.clone(), Slot { cell: cell.clone(), used: now, open: false });
         cell
+    }
+
+    /// Marks `key`'s slot open now that `connect` filled `cell`, and evicts the open slot used
+    /// least recently while more than [`MAX_BACKENDS`] are open. Nothing when the slot is no
+    /// longer `cell`'s (dropped by `configChanged` meanwhile).
+    fn opened<T>(&self, key: &ConfigKey, cell: &Arc<T>) {
+        let mut slots = self.slots();
+        match slots.by_config.get_mut(key) {
+            Some(slot) if slot.holds(cell) => slot.open = true,
+            _ => return,
+        }
+        while slots.by_config.values().filter(|s| s.open).count() > MAX_BACKENDS {
+            let victim = slots
+                .by_config
+                .iter()
+                .filter(|(k, s)| s.open && *k != key)
+                .min_by_key(|(_, s)| s.used)
+                .map(|(k, _)| k.clone());
+            let Some(victim) = victim else { break };
+            slots.by_config.remove(&victim);
+        }
+    }
+
+    /// Removes `key`'s slot after its `connect` failed, unless another call has filled it
+    /// meanwhile.
+    fn failed<B>(&self, key: &ConfigKey, cell: &Arc<OnceCell<B>>) {
+        let mut slots = self.slots();
+        if slots.by_config.get(key).is_some_and(|s| s.holds(cell) && !s.open) && !cell.initialized()
+        {
+            slots.by_config.remove(key);
+        }
     }
 
     /// Drops every backend (`configChanged`).
@@ -111,42 +236,8 @@ impl Backends {
     }
 }
 
-/// The fingerprint of a wire config: a hash with a per-process random key over the config
-/// with object keys in sorted order (so key order does not matter).
-pub(crate) fn fingerprint(config: &JsonObject) -> u64 {
-    static KEY: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
-    let mut hasher = KEY.get_or_init(Default::default).build_hasher();
-    hash_object(config, &mut hasher);
-    hasher.finish()
-}
-
-fn hash_object(object: &JsonObject, h: &mut impl Hasher) {
-    let mut keys: Vec<&String> = object.keys().collect();
-    keys.sort_unstable();
-    h.write_u8(b'{');
-    h.write_usize(keys.len());
-    for key in keys {
-        key.hash(h);
-        hash_value(&object[key], h);
-    }
-}
-
-fn hash_value(value: &Value, h: &mut impl Hasher) {
-    match value {
-        Value::Null => h.write_u8(0),
-        Value::Bool(b) => (1u8, b).hash(h),
-        Value::Number(n) => (2u8, n.to_string()).hash(h),
-        Value::String(s) => (3u8, s).hash(h),
-        Value::Array(items) => {
-            (4u8, items.len()).hash(h);
-            items.iter().for_each(|v| hash_value(v, h));
-        }
-        Value::Object(o) => hash_object(o, h),
-    }
-}
-
 /// The backend for the config of a call's `params`: the cached one, or opened by `connect`.
-/// A call whose context has no config fingerprint (a hook called directly, not by the
+/// A call whose context has no config noted (a hook called directly, not by the
 /// runtime) opens a backend of its own.
 #[doc(hidden)]
 pub async fn backend<P, T>(
@@ -163,9 +254,81 @@ where
         let opened = provider.connect(params.config()).await;
         opened.map(Arc::new).map_err(|e| e.into_provider_error(method))
     };
-    let Some(fingerprint) = cx.config_fingerprint() else {
+    let Some(key) = cx.config_key() else {
         return connect().await;
     };
-    let cell = cx.backends().cell::<P::Backend>(fingerprint);
-    cell.get_or_try_init(connect).await.cloned()
+    let backends = cx.backends();
+    let cell = backends.cell::<P::Backend>(key);
+    let opened = cell
+        .get_or_try_init(|| async {
+            let backend = connect().await?;
+            backends.opened(key, &cell);
+            Ok(backend)
+        })
+        .await
+        .cloned();
+    if opened.is_err() {
+        backends.failed(key, &cell);
+    }
+    opened
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::{BuildHasherDefault, Hasher};
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn key(config: Value) -> ConfigKey {
+        let Value::Object(config) = config else { panic!("an object") };
+        ConfigKey::of(&config)
+    }
+
+    /// A hasher under which every config collides.
+    #[derive(Default)]
+    struct Collide;
+
+    impl Hasher for Collide {
+        fn finish(&self) -> u64 {
+            7
+        }
+        fn write(&mut self, _: &[u8]) {}
+    }
+
+    #[tokio::test]
+    async fn configs_whose_hashes_collide_keep_their_own_backends() {
+        let backends = Backends::<BuildHasherDefault<Collide>>::default();
+        let (a, b) = (key(json!({"token": "a"})), key(json!({"token": "b"})));
+        let cell = backends.cell::<&str>(&a);
+        cell.get_or_init(|| async { Arc::new("a's backend") }).await;
+        backends.opened(&a, &cell);
+        assert!(backends.cell::<&str>(&b).get().is_none(), "b was handed a's backend");
+        assert_eq!(**backends.cell::<&str>(&a).get().unwrap(), "a's backend");
+    }
+
+    #[test]
+    fn the_canonical_form_ignores_key_order_and_nothing_else() {
+        let same = [(
+            json!({"a": 1, "b": {"c": [1, "x"], "d": null}}),
+            json!({"b": {"d": null, "c": [1, "x"]}, "a": 1}),
+        )];
+        for (x, y) in same {
+            assert!(key(x) == key(y));
+        }
+        let different = [
+            (json!({"a": "bc"}), json!({"ab": "c"})),
+            (json!({"a": ["b", "c"]}), json!({"a": ["bc"]})),
+            (json!({"a": "1"}), json!({"a": 1})),
+            (json!({"a": [[], []]}), json!({"a": [[[]]]})),
+            (json!({"a": {}}), json!({"a": []})),
+            (json!({"a": null}), json!({"a": false})),
+            (json!({"a": 1}), json!({"a": 1.0})),
+            (json!({}), json!({"": null})),
+        ];
+        for (x, y) in different {
+            assert!(key(x.clone()) != key(y.clone()), "{x} and {y} share a key");
+        }
+    }
 }

@@ -88,8 +88,9 @@ struct Inner {
     deadline: Option<Instant>,
     call_deadline: Option<Deadline>,
     peer: Arc<Peer>,
-    /// The fingerprint of the call's wire config, set when its params are read.
-    config_fingerprint: std::sync::OnceLock<u64>,
+    /// The identity of the call's wire config, set when its params are read (it holds the
+    /// config's secrets: never printed).
+    config_key: std::sync::OnceLock<crate::backend::ConfigKey>,
 }
 
 /// The deadlines of a call as the runtime reads them with the request ([`deadline_for`]).
@@ -138,7 +139,7 @@ impl Context {
                 deadline,
                 call_deadline,
                 peer,
-                config_fingerprint: std::sync::OnceLock::new(),
+                config_key: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -164,15 +165,15 @@ impl Context {
         self.inner.peer.profile()
     }
 
-    /// Notes the fingerprint of the call's wire config (once; the runtime does it when it
+    /// Notes the identity of the call's wire config (once; the runtime does it when it
     /// reads the params).
     pub(crate) fn note_config(&self, config: &JsonObject) {
-        let _ = self.inner.config_fingerprint.set(crate::backend::fingerprint(config));
+        let _ = self.inner.config_key.get_or_init(|| crate::backend::ConfigKey::of(config));
     }
 
-    /// The fingerprint of the call's wire config, when its params carry one.
-    pub(crate) fn config_fingerprint(&self) -> Option<u64> {
-        self.inner.config_fingerprint.get().copied()
+    /// The identity of the call's wire config, when its params carry one.
+    pub(crate) fn config_key(&self) -> Option<&crate::backend::ConfigKey> {
+        self.inner.config_key.get()
     }
 
     /// The worker's open backends.

@@ -294,7 +294,7 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// [`parse_config`], after noting the config's fingerprint in the call's context (for its
+/// [`parse_config`], after noting the config's identity in the call's context (for its
 /// backend, [`crate::backend`]).
 #[doc(hidden)]
 pub fn parse_noted_config<T: DeserializeOwned>(

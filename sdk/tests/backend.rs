@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use paperclip_sandbox_sdk::backend::MAX_BACKENDS;
 use paperclip_sandbox_sdk::prelude::*;
 use paperclip_sandbox_sdk::protocol::methods::Method;
 use paperclip_sandbox_sdk::protocol::HostProfile;
@@ -20,7 +21,7 @@ const SECRET: &str = "token-sentinel-51c2";
 #[derive(JsonSchema, Deserialize, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 struct ApiConfig {
-    /// The API endpoint; `down` is unreachable.
+    /// The API endpoint; one starting with `down` is unreachable.
     endpoint: String,
     /// The API token.
     token: Secret,
@@ -62,7 +63,7 @@ impl SandboxProvider for ApiProvider {
         for _ in 0..10 {
             tokio::task::yield_now().await;
         }
-        if config.endpoint == "down" || config.token.expose().is_empty() {
+        if config.endpoint.starts_with("down") || config.token.expose().is_empty() {
             return Err(ApiError::Unreachable);
         }
         Ok(Api { serial: self.opened.fetch_add(1, Ordering::SeqCst) + 1 })
@@ -149,6 +150,42 @@ async fn a_failed_connect_is_the_calls_error_and_is_tried_again() {
     // Not cached: a working config afterwards opens, and the failing one fails again.
     assert_eq!(summary(&client, "https://a").await, "backend 1");
     assert!(client.call_raw("environmentProbe", probe("down")).await.is_err());
+}
+
+#[tokio::test]
+async fn failed_connects_keep_no_backend_slot_and_evict_nothing() {
+    let provider = Arc::new(ApiProvider::default());
+    let client = TestClient::new(provider.clone());
+    assert_eq!(summary(&client, "https://good").await, "backend 1");
+    // More failing configs than the worker keeps backends: none of them takes a place.
+    for n in 0..=MAX_BACKENDS {
+        let error = client.call_raw("environmentProbe", probe(&format!("down-{n}"))).await;
+        assert!(error.is_err());
+    }
+    assert_eq!(summary(&client, "https://good").await, "backend 1");
+    assert_eq!(provider.opened.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn past_max_backends_the_least_recently_used_goes() {
+    let provider = Arc::new(ApiProvider::default());
+    let client = TestClient::new(provider.clone());
+    let endpoint = |n: usize| format!("https://{n}");
+    // Backends 1..=MAX_BACKENDS, for configs 0..MAX_BACKENDS, opened in that order.
+    for n in 0..MAX_BACKENDS {
+        assert_eq!(summary(&client, &endpoint(n)).await, format!("backend {}", n + 1));
+    }
+    // Config 0 is the oldest opened but is used again: config 1 is now the least recently used.
+    assert_eq!(summary(&client, &endpoint(0)).await, "backend 1");
+    let next = MAX_BACKENDS + 1;
+    assert_eq!(summary(&client, &endpoint(MAX_BACKENDS)).await, format!("backend {next}"));
+    // Config 0 kept its backend; config 1's was dropped and is opened again.
+    assert_eq!(summary(&client, &endpoint(0)).await, "backend 1");
+    assert_eq!(provider.opened.load(Ordering::SeqCst), next);
+    assert_eq!(summary(&client, &endpoint(1)).await, format!("backend {}", next + 1));
+    // The others stayed: config 2 was evicted to make room for config 1 just now, 3 was not.
+    assert_eq!(summary(&client, &endpoint(3)).await, "backend 4");
+    assert_eq!(provider.opened.load(Ordering::SeqCst), next + 1);
 }
 
 #[tokio::test]

@@ -103,8 +103,13 @@ fn check_abort(opts: &CopyOptions<'_>) -> Result<()> {
     }
 }
 
+/// An I/O error of `what`, which names the file by its role in the mapping (the sync source
+/// or destination, an entry of it): the message never quotes `path`, which the host chose; the
+/// worker's operator finds it in the debug log.
 fn io_at(what: &str, path: &Path, e: impl Into<std::io::Error>) -> LocalError {
-    LocalError::io(format!("{what} {}", path.display()), e.into())
+    let e = e.into();
+    tracing::debug!(path = %path.display(), error = %e, "sync I/O error: {what}");
+    LocalError::io(what, e)
 }
 
 /// A fresh staging name: the reserved prefix and 64 random bits.
@@ -181,7 +186,7 @@ fn replace_file(
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let shown_dst = || to.shown.join(name);
     let fd = rfs::openat(to.dir, staged.as_str(), flags, Mode::from_raw_mode(0o600))
-        .map_err(|e| io_at("stage", &shown_dst(), e))?;
+        .map_err(|e| io_at("stage a file of the sync destination", &shown_dst(), e))?;
     let mut guard = StagedGuard { dir: to.dir, name: Some(&staged) };
     let mut out = File::from(fd);
     let mut total = 0u64;
@@ -191,13 +196,15 @@ fn replace_file(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_at("read", shown_src, e)),
+            Err(e) => return Err(io_at("read a file of the sync source", shown_src, e)),
         };
-        out.write_all(&buf[..n]).map_err(|e| io_at("write", &shown_dst(), e))?;
+        out.write_all(&buf[..n])
+            .map_err(|e| io_at("write a file of the sync destination", &shown_dst(), e))?;
         total += n as u64;
     }
-    rfs::fchmod(&out, Mode::from_raw_mode(mode)).map_err(|e| io_at("chmod", &shown_dst(), e))?;
-    out.sync_all().map_err(|e| io_at("fsync", &shown_dst(), e))?;
+    rfs::fchmod(&out, Mode::from_raw_mode(mode))
+        .map_err(|e| io_at("chmod a file of the sync destination", &shown_dst(), e))?;
+    out.sync_all().map_err(|e| io_at("fsync a file of the sync destination", &shown_dst(), e))?;
     drop(out);
     #[cfg(test)]
     BEFORE_RENAME.with(|h| {
@@ -206,7 +213,7 @@ fn replace_file(
         }
     });
     rfs::renameat(to.dir, staged.as_str(), to.dir, name)
-        .map_err(|e| io_at("rename onto", &shown_dst(), e))?;
+        .map_err(|e| io_at("rename onto a file of the sync destination", &shown_dst(), e))?;
     guard.name = None;
     Ok(total)
 }
@@ -219,13 +226,14 @@ fn replace_link(
     name: &OsStr,
 ) -> Result<()> {
     let link = rfs::readlinkat(from, from_name, Vec::new())
-        .map_err(|e| io_at("read link", shown_src, e))?;
+        .map_err(|e| io_at("read a symlink of the sync source", shown_src, e))?;
     let staged = staging_name();
     rfs::symlinkat(link.as_c_str(), to.dir, staged.as_str())
-        .map_err(|e| io_at("stage a link for", &to.shown.join(name), e))?;
+        .map_err(|e| io_at("stage a symlink of the sync destination", &to.shown.join(name), e))?;
     let mut guard = StagedGuard { dir: to.dir, name: Some(&staged) };
-    rfs::renameat(to.dir, staged.as_str(), to.dir, name)
-        .map_err(|e| io_at("rename onto", &to.shown.join(name), e))?;
+    rfs::renameat(to.dir, staged.as_str(), to.dir, name).map_err(|e| {
+        io_at("rename onto a symlink of the sync destination", &to.shown.join(name), e)
+    })?;
     guard.name = None;
     Ok(())
 }
@@ -236,18 +244,19 @@ fn follow_link(
     shown: &Path,
     opts: &CopyOptions<'_>,
 ) -> Result<(PathBuf, fs::Metadata)> {
-    let resolved = path.canonicalize().map_err(|e| {
-        LocalError::io(format!("follow symlink {} (dangling?)", shown.display()), e)
-    })?;
+    let resolved = path
+        .canonicalize()
+        .map_err(|e| io_at("follow a symlink of the sync source (dangling?)", shown, e))?;
     if let Some(root) = opts.links_confined_to {
         if !resolved.starts_with(root) {
             return Err(LocalError::new(
                 ErrorKind::Confinement,
-                format!("symlink {} leads outside the lease directory", shown.display()),
+                "a symlink of the sync source leads outside the lease directory",
             ));
         }
     }
-    let meta = fs::metadata(&resolved).map_err(|e| io_at("stat", shown, e))?;
+    let meta = fs::metadata(&resolved)
+        .map_err(|e| io_at("stat the target of a symlink of the sync source", shown, e))?;
     Ok((resolved, meta))
 }
 
@@ -257,10 +266,10 @@ fn followed_error(shown: &Path, e: std::io::Error) -> LocalError {
     if beneath::is_refusal(&e) {
         LocalError::new(
             ErrorKind::Confinement,
-            format!("symlink {} changed while it was followed", shown.display()),
+            "a symlink of the sync source changed while it was followed",
         )
     } else {
-        io_at("open the target of symlink", shown, e)
+        io_at("open the target of a symlink of the sync source", shown, e)
     }
 }
 
@@ -291,20 +300,20 @@ fn open_followed_file(file: &Path, opts: &CopyOptions<'_>) -> std::io::Result<Op
 /// Remove whatever is at `path` (a directory tree, a file or a link; never following a link).
 pub fn remove_existing(path: &Path) -> Result<()> {
     match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => fs::remove_dir_all(path).map_err(|e| io_at("remove", path, e)),
-        Ok(_) => fs::remove_file(path).map_err(|e| io_at("remove", path, e)),
+        Ok(m) if m.is_dir() => fs::remove_dir_all(path)
+            .map_err(|e| io_at("remove the previous sync destination", path, e)),
+        Ok(_) => fs::remove_file(path)
+            .map_err(|e| io_at("remove the previous sync destination", path, e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io_at("inspect", path, e)),
+        Err(e) => Err(io_at("inspect the previous sync destination", path, e)),
     }
 }
 
 fn create_parents(dst: &Path) -> Result<()> {
     if let Some(parent) = dst.parent() {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(parent)
-            .map_err(|e| io_at("create directory", parent, e))?;
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(|e| {
+            io_at("create the parent directories of the sync destination", parent, e)
+        })?;
     }
     Ok(())
 }
@@ -318,7 +327,9 @@ fn open_parent(path: &Path, create: bool) -> Result<(OwnedFd, &OsStr)> {
     if create {
         create_parents(path)?;
     }
-    let fd = open_dir(rfs::CWD, parent, false).map_err(|e| io_at("open directory", parent, e))?;
+    let fd = open_dir(rfs::CWD, parent, false).map_err(|e| {
+        io_at("open the parent directory of the sync source or destination", parent, e)
+    })?;
     Ok((fd, name))
 }
 
@@ -329,15 +340,11 @@ pub fn copy_file_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resu
     if opts.excludes.is_excluded(name) {
         return Ok(Transfer::default());
     }
-    let meta = fs::symlink_metadata(src).map_err(|e| io_at("stat", src, e))?;
+    let meta = fs::symlink_metadata(src).map_err(|e| io_at("stat the sync source", src, e))?;
     let (parent, dst_name) = open_parent(dst, true)?;
     let to = Target { dir: parent.as_fd(), shown: dst.parent().unwrap_or(dst) };
-    let not_file = || {
-        LocalError::invalid(format!(
-            "source {} of a kind \"file\" mapping is not a regular file",
-            src.display()
-        ))
-    };
+    let not_file =
+        || LocalError::invalid("the source of a kind \"file\" mapping is not a regular file");
     let opened = if meta.file_type().is_symlink() {
         if !opts.follow_symlinks {
             let (src_parent, src_name) = open_parent(src, false)?;
@@ -350,7 +357,7 @@ pub fn copy_file_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resu
         }
         open_followed_file(&resolved, opts).map_err(|e| followed_error(src, e))?
     } else if meta.is_file() {
-        open_source(rfs::CWD, src).map_err(|e| io_at("open", src, e))?
+        open_source(rfs::CWD, src).map_err(|e| io_at("open the sync source", src, e))?
     } else {
         return Err(not_file());
     };
@@ -364,36 +371,36 @@ pub fn copy_file_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resu
 /// Copy a `kind: "directory"` mapping: `dst` is removed, then rebuilt from the tree at `src`.
 pub fn copy_dir_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Result<Transfer> {
     check_abort(opts)?;
-    let root_meta = fs::metadata(src).map_err(|e| io_at("stat", src, e))?;
+    let root_meta = fs::metadata(src).map_err(|e| io_at("stat the sync source", src, e))?;
     if !root_meta.is_dir() {
-        return Err(LocalError::invalid(format!(
-            "source {} of a kind \"directory\" mapping is not a directory",
-            src.display()
-        )));
+        return Err(LocalError::invalid(
+            "the source of a kind \"directory\" mapping is not a directory",
+        ));
     }
-    let src_canon = src.canonicalize().map_err(|e| io_at("resolve", src, e))?;
+    let src_canon = src.canonicalize().map_err(|e| io_at("resolve the sync source", src, e))?;
     // An anchored target (`/proc/self/fd/<n>/<name>`) is compared by its real path.
     let dst_real = match (dst.parent().and_then(|p| p.canonicalize().ok()), dst.file_name()) {
         (Some(parent), Some(name)) => parent.join(name),
         _ => dst.to_path_buf(),
     };
     if dst_real.starts_with(&src_canon) || src_canon.starts_with(&dst_real) {
-        return Err(LocalError::invalid(format!(
-            "directory mapping {} -> {} overlaps itself",
-            src.display(),
-            dst.display()
-        )));
+        return Err(LocalError::invalid("a directory mapping's destination overlaps its source"));
     }
     remove_existing(dst)?;
     create_parents(dst)?;
-    fs::DirBuilder::new().mode(0o700).create(dst).map_err(|e| io_at("create directory", dst, e))?;
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dst)
+        .map_err(|e| io_at("create the sync destination", dst, e))?;
     // From here on, both trees are reached through descriptors only: if a process in the
     // lease swaps a directory for a symlink, nothing follows that.
-    let dst_dir = open_dir(rfs::CWD, dst, true).map_err(|e| io_at("open directory", dst, e))?;
+    let dst_dir =
+        open_dir(rfs::CWD, dst, true).map_err(|e| io_at("open the sync destination", dst, e))?;
     // The source root may itself be reached through a symlink (a host path, or an anchor's
     // `/proc/self/fd/<n>`): it was resolved and checked above.
-    let src_dir = open_dir(rfs::CWD, src, false).map_err(|e| io_at("open directory", src, e))?;
-    let root = rfs::fstat(&src_dir).map_err(|e| io_at("stat", src, e))?;
+    let src_dir =
+        open_dir(rfs::CWD, src, false).map_err(|e| io_at("open the sync source", src, e))?;
+    let root = rfs::fstat(&src_dir).map_err(|e| io_at("stat the sync source", src, e))?;
     let mut total = Transfer::default();
     let mut walk = Walk {
         opts,
@@ -406,7 +413,7 @@ pub fn copy_dir_mapping(src: &Path, dst: &Path, opts: &CopyOptions<'_>) -> Resul
     };
     walk.tree(src_dir.as_fd(), dst_dir.as_fd(), "")?;
     rfs::fchmod(&dst_dir, Mode::from_raw_mode(root.st_mode & opts.dir_mode_mask & 0o777))
-        .map_err(|e| io_at("chmod", dst, e))?;
+        .map_err(|e| io_at("chmod the sync destination", dst, e))?;
     Ok(total)
 }
 
@@ -451,8 +458,9 @@ impl Walk<'_, '_> {
     fn tree(&mut self, from: BorrowedFd<'_>, to: BorrowedFd<'_>, rel: &str) -> Result<()> {
         let shown_dir =
             |root: &Path| if rel.is_empty() { root.to_path_buf() } else { root.join(rel) };
-        let entries = list(from, &mut self.listing)
-            .map_err(|e| io_at("list", &shown_dir(self.src_root), e))?;
+        let entries = list(from, &mut self.listing).map_err(|e| {
+            io_at("list a directory of the sync source", &shown_dir(self.src_root), e)
+        })?;
         let dst_shown = shown_dir(self.dst_root);
         let target = Target { dir: to, shown: &dst_shown };
         for (cname, kind) in entries {
@@ -474,7 +482,7 @@ impl Walk<'_, '_> {
             let kind = match kind {
                 FileType::Unknown => {
                     let st = rfs::statat(from, cname.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)
-                        .map_err(|e| io_at("stat", &shown, e))?;
+                        .map_err(|e| io_at("stat an entry of the sync source", &shown, e))?;
                     FileType::from_raw_mode(st.st_mode)
                 }
                 known => known,
@@ -487,12 +495,12 @@ impl Walk<'_, '_> {
                 FileType::Symlink => self.followed(from, cname.as_c_str(), &target, &child_rel)?,
                 FileType::Directory => {
                     let from_dir = open_dir(from, cname.as_c_str(), true)
-                        .map_err(|e| io_at("open directory", &shown, e))?;
+                        .map_err(|e| io_at("open a directory of the sync source", &shown, e))?;
                     self.dir(from_dir, &target, name, &child_rel)?;
                 }
                 FileType::RegularFile => {
                     match open_source(from, cname.as_c_str())
-                        .map_err(|e| io_at("open", &shown, e))?
+                        .map_err(|e| io_at("open a file of the sync source", &shown, e))?
                     {
                         Some((input, mode)) => self.file(input, &shown, &target, name, mode)?,
                         None => {
@@ -552,24 +560,26 @@ impl Walk<'_, '_> {
 
     /// Copy the directory open as `from` into a new directory `name` of `to`.
     fn dir(&mut self, from: OwnedFd, to: &Target<'_>, name: &OsStr, rel: &str) -> Result<()> {
-        let st = rfs::fstat(&from).map_err(|e| io_at("stat", &self.src_root.join(rel), e))?;
+        let st = rfs::fstat(&from).map_err(|e| {
+            io_at("stat a directory of the sync source", &self.src_root.join(rel), e)
+        })?;
         let id = (st.st_dev, st.st_ino);
         if self.ancestors.contains(&id) {
-            return Err(LocalError::invalid(format!(
-                "symlink cycle at {} while following links",
-                self.src_root.join(rel).display()
-            )));
+            return Err(LocalError::invalid(
+                "a followed symlink makes a directory cycle in the sync source",
+            ));
         }
         let dst_shown = self.dst_root.join(rel);
         rfs::mkdirat(to.dir, name, Mode::from_raw_mode(0o700))
-            .map_err(|e| io_at("create directory", &dst_shown, e))?;
-        let to_dir =
-            open_dir(to.dir, name, true).map_err(|e| io_at("open directory", &dst_shown, e))?;
+            .map_err(|e| io_at("create a directory of the sync destination", &dst_shown, e))?;
+        let to_dir = open_dir(to.dir, name, true)
+            .map_err(|e| io_at("open a directory of the sync destination", &dst_shown, e))?;
         self.ancestors.push(id);
         self.tree(from.as_fd(), to_dir.as_fd(), rel)?;
         self.ancestors.pop();
         let mode = st.st_mode & self.opts.dir_mode_mask & 0o777;
-        rfs::fchmod(&to_dir, Mode::from_raw_mode(mode)).map_err(|e| io_at("chmod", &dst_shown, e))
+        rfs::fchmod(&to_dir, Mode::from_raw_mode(mode))
+            .map_err(|e| io_at("chmod a directory of the sync destination", &dst_shown, e))
     }
 }
 

@@ -190,8 +190,9 @@ async fn run_operations(
 ) -> Result<Vec<OperationResult>> {
     let lease = lease_dir.canonicalize().map_err(|e| LocalError::io("resolve the lease", e))?;
     let mut results = Vec::with_capacity(operations.len());
-    for op in operations {
-        let tag = |msg: String| format!("operation {:?}: {msg}", op.operation_id);
+    for (k, op) in operations.into_iter().enumerate() {
+        // The operation is named by its place in the params, never by the host's operationId.
+        let tag = |msg: String| format!("operations[{k}].{msg}");
         if direction == Direction::Out && !op.post_upload_commands.is_empty() {
             return Err(LocalError::invalid(tag(
                 "postUploadCommands are only valid in syncIn".into()
@@ -246,12 +247,12 @@ fn beneath_error(what: &str, e: std::io::Error) -> LocalError {
 
 fn require_absolute(path: &Path, what: &str) -> Result<()> {
     if !path.is_absolute() {
-        return Err(LocalError::invalid(format!("{what} {} is not absolute", path.display())));
+        return Err(LocalError::invalid(format!("{what} must be an absolute path")));
     }
     if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
         return Err(LocalError::new(
             ErrorKind::Confinement,
-            format!("{what} {} contains a `..` component", path.display()),
+            format!("{what} contains a `..` component"),
         ));
     }
     Ok(())
@@ -342,7 +343,7 @@ async fn run_post_upload(
     let cwd = match &cmd.cwd {
         None => lease.to_path_buf(),
         Some(c) if c.is_absolute() => confine(lease, c, Leaf::Follow)?,
-        Some(c) => return Err(LocalError::invalid(format!("cwd {} is not absolute", c.display()))),
+        Some(_) => return Err(LocalError::invalid("cwd must be an absolute path")),
     };
     let left = deadline.saturating_duration_since(Instant::now());
     let timeout =

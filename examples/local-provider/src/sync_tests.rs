@@ -126,7 +126,8 @@ async fn operations_apply_in_order_and_fail_fast_naming_the_command() {
     .unwrap_err();
     assert_eq!(err.kind, ErrorKind::CommandFailed);
     assert!(
-        err.message.contains("\"op-1\"") && err.message.contains("postUploadCommands[1]"),
+        err.message.starts_with("operations[0].postUploadCommands[1]: ")
+            && !err.message.contains("op-1"),
         "{err}"
     );
     assert!(err.message.contains("code 7") && err.message.contains("boom"), "{err}");
@@ -281,4 +282,26 @@ fn wire_operations_become_core_operations_and_bad_modes_are_refused() {
     let err = operations_from_wire(&wire).unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidParams);
     assert!(err.message.starts_with("operations[0].files[0].mode"), "{err}");
+}
+
+/// A sync error names the operation by its index and a file by its role: the host's
+/// operationId and paths are not quoted (before, `operation "op-…": files[0]: stat /…/…`).
+#[tokio::test]
+async fn sync_errors_quote_neither_the_operation_id_nor_a_path() {
+    const SENTINEL: &str = "sentinel-3b7e";
+    let f = fixture();
+    let missing = f.host.join(SENTINEL).join("missing");
+    for (kind, target) in [("file", "workspace/out"), ("directory", "workspace/tree")] {
+        let err = sync_in(
+            &f,
+            json!([{"operationId": format!("op-{SENTINEL}"), "files": [{
+                "sourcePath": missing, "targetPath": f.lease.join(target), "kind": kind,
+            }]}]),
+        )
+        .await
+        .unwrap_err();
+        assert!(!err.message.contains(SENTINEL), "{err}");
+        assert!(err.message.starts_with("operations[0].files[0]: "), "{err}");
+        assert!(err.message.contains("the sync source"), "{err}");
+    }
 }

@@ -125,9 +125,15 @@ impl std::fmt::Display for MissingLeaseId {
 
 impl std::error::Error for MissingLeaseId {}
 
-/// The id in `id` when it is present and not empty, else [`MissingLeaseId`] at `path`.
+/// The one rule of every lease-id accessor: an id the host sent absent, `null` or empty is no
+/// id.
+fn present_id(id: Option<&str>) -> Option<&str> {
+    id.filter(|id| !id.is_empty())
+}
+
+/// The id in `id` when it is present ([`present_id`]), else [`MissingLeaseId`] at `path`.
 fn required_id<'a>(id: Option<&'a str>, path: &'static str) -> Result<&'a str, MissingLeaseId> {
-    id.filter(|id| !id.is_empty()).ok_or(MissingLeaseId { path })
+    present_id(id).ok_or(MissingLeaseId { path })
 }
 
 impl Lease {
@@ -601,9 +607,10 @@ impl ReleaseLeaseParams {
 }
 
 impl<C> ReleaseLeaseParams<C> {
-    /// The lease id, when the host has one.
+    /// The lease id, when the host sent one: `None` when it sent none, `null` or an empty
+    /// one — the same rule as [`required_lease_id`](Self::required_lease_id).
     pub fn lease_id(&self) -> Option<&str> {
-        self.provider_lease_id.as_deref()
+        present_id(self.provider_lease_id.as_deref())
     }
 
     /// The lease id for a call that needs one (stop): [`MissingLeaseId`] naming

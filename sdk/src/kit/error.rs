@@ -59,10 +59,17 @@ impl KitError {
         Self::new(ErrorKind::InvalidParams, message)
     }
 
-    /// A filesystem or process error, with what was being done.
+    /// A filesystem or process error, with what was being done (which names a file by its
+    /// role, never by its path). Of `err`, the message keeps the OS's description (for
+    /// example `No such file or directory (os error 2)`) or, for an error a library made, only
+    /// its kind: a library's own text may quote a path (the `tar` crate's does).
     pub fn io(what: impl fmt::Display, err: std::io::Error) -> Self {
         let os_error = err.raw_os_error();
-        Self { os_error, ..Self::new(ErrorKind::Io, format!("{what}: {err}")) }
+        let detail = match os_error {
+            Some(_) => err.to_string(),
+            None => err.kind().to_string(),
+        };
+        Self { os_error, ..Self::new(ErrorKind::Io, format!("{what}: {detail}")) }
     }
 }
 

@@ -177,4 +177,14 @@ mod tests {
         assert_eq!(sync_error(KitError::invalid("bad")).code(), -32602);
         assert_eq!(sync_error(KitError::new(ErrorKind::Timeout, "slow")).code(), -32002);
     }
+
+    /// A library's I/O error may quote a path (the `tar` crate's "… when setting path for
+    /// <path>"): only its kind is kept; the OS's description is kept whole.
+    #[test]
+    fn io_errors_keep_the_os_description_and_drop_a_librarys_text() {
+        let made = std::io::Error::other("too long when setting path for /home/sentinel-6d02");
+        assert_eq!(KitError::io("packing", made).message, "packing: other error");
+        let os = KitError::io("writing", std::io::Error::from_raw_os_error(libc::ENOENT));
+        assert_eq!(os.message, "writing: No such file or directory (os error 2)");
+    }
 }

@@ -136,8 +136,10 @@ impl Read for ChannelReader {
     }
 }
 
-fn io_err<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(io::Error) -> KitError + 'a {
-    move |e| KitError::io(format!("{what} {}", path.display()), e)
+/// An I/O error of `what` was being done, which names the file by its role in the sync (the
+/// sync source or destination, an entry of it) — never by its path, which the host chose.
+fn io_err(what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> KitError {
+    move |e| KitError::io(what, e)
 }
 
 fn reserved(name: &str) -> bool {
@@ -167,9 +169,9 @@ pub fn pack<W: Write>(
     let mut builder = tar::Builder::new(out);
     builder.follow_symlinks(false);
     let mut transfer = Transfer::default();
-    let meta = fs::symlink_metadata(source).map_err(io_err("reading", source))?;
+    let meta = fs::symlink_metadata(source).map_err(io_err("reading the sync source"))?;
     let meta = if meta.file_type().is_symlink() && (rules.follow_symlinks || directory) {
-        fs::metadata(source).map_err(io_err("following", source))?
+        fs::metadata(source).map_err(io_err("following the sync source's symlink"))?
     } else {
         meta
     };
@@ -205,7 +207,7 @@ fn pack_dir<W: Write>(
     stack: &mut HashSet<(u64, u64)>,
     t: &mut Transfer,
 ) -> Result<()> {
-    let meta = fs::metadata(dir).map_err(io_err("reading", dir))?;
+    let meta = fs::metadata(dir).map_err(io_err("reading a directory of the sync source"))?;
     if !stack.insert((meta.dev(), meta.ino())) {
         return Err(KitError::new(
             ErrorKind::InvalidParams,
@@ -216,9 +218,9 @@ fn pack_dir<W: Write>(
     b.append_data(&mut h, format!("{name}/"), io::empty())
         .map_err(|e| KitError::io("packing", e))?;
     let mut entries: Vec<_> = fs::read_dir(dir)
-        .map_err(io_err("listing", dir))?
+        .map_err(io_err("listing a directory of the sync source"))?
         .collect::<io::Result<_>>()
-        .map_err(io_err("listing", dir))?;
+        .map_err(io_err("listing a directory of the sync source"))?;
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let Some(child) = entry.file_name().to_str().map(str::to_owned) else {
@@ -233,11 +235,10 @@ fn pack_dir<W: Write>(
             continue;
         }
         let path = entry.path();
-        let mut meta = fs::symlink_metadata(&path).map_err(io_err("reading", &path))?;
+        let mut meta =
+            fs::symlink_metadata(&path).map_err(io_err("reading an entry of the sync source"))?;
         if meta.file_type().is_symlink() && rules.follow_symlinks {
-            meta = fs::metadata(&path).map_err(|e| {
-                KitError::io(format!("following the symlink {}", path.display()), e)
-            })?;
+            meta = fs::metadata(&path).map_err(io_err("following a symlink in the sync source"))?;
         }
         let entry_name = format!("{name}/{child}");
         if meta.is_dir() {
@@ -260,13 +261,13 @@ fn pack_entry<W: Write>(
 ) -> Result<()> {
     let ft = meta.file_type();
     if ft.is_symlink() {
-        let target = fs::read_link(path).map_err(io_err("reading the link", path))?;
+        let target = fs::read_link(path).map_err(io_err("reading a symlink of the sync source"))?;
         let mut h = header(tar::EntryType::Symlink, 0o777, 0, rules);
         b.append_link(&mut h, name, &target).map_err(|e| KitError::io("packing a link", e))?;
         t.files += 1;
     } else if ft.is_file() {
         let mode = rules.mode.unwrap_or(meta.mode() & 0o777);
-        let file = File::open(path).map_err(io_err("opening", path))?;
+        let file = File::open(path).map_err(io_err("opening a file of the sync source"))?;
         let mut h = header(tar::EntryType::Regular, mode, meta.len(), rules);
         // A file that changes size while packed would corrupt the stream: pack exactly its
         // size at open time.
@@ -315,22 +316,25 @@ pub fn unpack<R: Read>(
     let mut archive = tar::Archive::new(input);
     let mut t = Transfer::default();
     let parent = target.parent().ok_or_else(|| KitError::invalid("targetPath has no parent"))?;
-    fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
+    fs::create_dir_all(parent)
+        .map_err(io_err("creating the parent directory of the sync destination"))?;
     if directory {
         match fs::symlink_metadata(target) {
             Ok(m) if m.is_dir() => {
-                fs::remove_dir_all(target).map_err(io_err("replacing", target))?
+                fs::remove_dir_all(target).map_err(io_err("replacing the sync destination"))?
             }
-            Ok(_) => fs::remove_file(target).map_err(io_err("replacing", target))?,
+            Ok(_) => fs::remove_file(target).map_err(io_err("replacing the sync destination"))?,
             Err(_) => {}
         }
-        fs::create_dir(target).map_err(io_err("creating", target))?;
+        fs::create_dir(target).map_err(io_err("creating the sync destination"))?;
     }
     let mut links: HashSet<PathBuf> = HashSet::new();
     let mut wrote_file = false;
-    for entry in archive.entries().map_err(|e| KitError::io("reading the archive", e))? {
-        let mut entry = entry.map_err(|e| KitError::io("reading the archive", e))?;
-        let name = entry.path().map_err(|e| KitError::io("reading the archive", e))?.into_owned();
+    let entries = archive.entries().map_err(|e| KitError::io("reading the archive", e))?;
+    for (index, entry) in entries.enumerate() {
+        let what = |doing: &str| format!("{doing} archive entry {index}");
+        let mut entry = entry.map_err(io_err(what("reading")))?;
+        let name = entry.path().map_err(io_err(what("reading the name of")))?.into_owned();
         let Some(rel) = relative_of(&name)? else { continue };
         let rel_str = rel.to_string_lossy().into_owned();
         if rel.components().any(|c| reserved(&c.as_os_str().to_string_lossy())) {
@@ -368,24 +372,28 @@ pub fn unpack<R: Read>(
         let path = target.join(&rel);
         if kind.is_dir() {
             if !rel_str.is_empty() {
-                fs::create_dir_all(&path).map_err(io_err("creating", &path))?;
+                fs::create_dir_all(&path).map_err(io_err(what("creating")))?;
             }
             fs::set_permissions(&path, fs::Permissions::from_mode(mode | 0o700))
-                .map_err(io_err("setting the mode of", &path))?;
+                .map_err(io_err(what("setting the mode of")))?;
         } else if kind.is_symlink() {
             let link = entry
                 .link_name()
-                .map_err(|e| KitError::io("reading the archive", e))?
-                .ok_or_else(|| KitError::invalid("a symlink entry without a target"))?;
-            std::os::unix::fs::symlink(&link, &path).map_err(io_err("creating the link", &path))?;
+                .map_err(io_err(what("reading the link target of")))?
+                .ok_or_else(|| {
+                    KitError::invalid(format!(
+                        "archive entry {index} is a symlink without a target"
+                    ))
+                })?;
+            std::os::unix::fs::symlink(&link, &path).map_err(io_err(what("creating")))?;
             links.insert(rel.clone());
             t.files += 1;
         } else if kind.is_file() {
             let mode = rules.mode.unwrap_or(mode);
-            let mut f = create_no_follow(&path).map_err(io_err("creating", &path))?;
-            let n = io::copy(&mut entry, &mut f).map_err(io_err("writing", &path))?;
+            let mut f = create_no_follow(&path).map_err(io_err(what("creating")))?;
+            let n = io::copy(&mut entry, &mut f).map_err(io_err(what("writing")))?;
             f.set_permissions(fs::Permissions::from_mode(mode))
-                .map_err(io_err("setting the mode of", &path))?;
+                .map_err(io_err(what("setting the mode of")))?;
             t.files += 1;
             t.bytes += n;
         }
@@ -442,13 +450,14 @@ fn write_atomic<R: Read>(
                 .write(true)
                 .create_new(true)
                 .open(&staging)
-                .map_err(io_err("creating", &staging))?;
+                .map_err(io_err("creating the staging file of the sync destination"))?;
             f.set_permissions(fs::Permissions::from_mode(0o600))
-                .map_err(io_err("setting the mode of", &staging))?;
-            let n = io::copy(entry, &mut f).map_err(io_err("writing", &staging))?;
+                .map_err(io_err("setting the mode of the staging file of the sync destination"))?;
+            let n = io::copy(entry, &mut f)
+                .map_err(io_err("writing the staging file of the sync destination"))?;
             f.set_permissions(fs::Permissions::from_mode(mode))
-                .map_err(io_err("setting the mode of", &staging))?;
-            f.sync_all().map_err(io_err("syncing", &staging))?;
+                .map_err(io_err("setting the mode of the staging file of the sync destination"))?;
+            f.sync_all().map_err(io_err("syncing the staging file of the sync destination"))?;
             t.bytes += n;
         } else {
             return Err(KitError::new(
@@ -456,7 +465,7 @@ fn write_atomic<R: Read>(
                 "a file mapping's source is not a regular file",
             ));
         }
-        fs::rename(&staging, target).map_err(io_err("replacing", target))?;
+        fs::rename(&staging, target).map_err(io_err("replacing the sync destination"))?;
         t.files += 1;
         Ok(())
     })();

@@ -3,7 +3,8 @@
 //!
 //! * [`run_operations`] applies the operations, their mappings and their post-upload commands
 //!   in array order; the first failure fails the call and names the operation (and mapping or
-//!   command index); the whole call is bounded by one deadline.
+//!   command) by its index, never by its `operationId`; the whole call is bounded by one
+//!   deadline.
 //! * [`confine_lexically`] checks a lease-side path before it reaches the backend: absolute,
 //!   normalized, strictly below the workspace. (A backend that can follow symlinks in the
 //!   lease must still resolve the path there; this is the check that needs no round trip.)
@@ -143,8 +144,9 @@ pub trait SyncBackend {
 /// Applies `operations` in array order within `timeout`: each mapping through
 /// [`SyncBackend::mapping`], then (syncIn only) each post-upload command through
 /// [`SyncBackend::post_upload`]. A syncOut operation with post-upload commands is an
-/// invalid-params error; the first failure ends the call with its error prefixed by
-/// `operation <id> mapping <i>` or `operation <id> postUploadCommands[<i>]`; work still running
+/// invalid-params error; the first failure ends the call with its error prefixed by its place
+/// in the params, `operations[<k>].files[<i>]` or `operations[<k>].postUploadCommands[<i>]`
+/// (never by the host's `operationId`, which is not quoted); work still running
 /// [`DEADLINE_GRACE`] after the deadline is dropped and the call fails as a timeout.
 pub async fn run_operations<B: SyncBackend + Sync>(
     backend: &B,
@@ -161,20 +163,21 @@ pub async fn run_operations<B: SyncBackend + Sync>(
     let deadline = Instant::now() + timeout;
     let work = async {
         let mut results = Vec::with_capacity(operations.len());
-        for op in operations {
+        for (k, op) in operations.iter().enumerate() {
             let mut total = Transfer::default();
             for (i, m) in op.files.iter().enumerate() {
                 let t = backend
                     .mapping(direction, m)
                     .await
-                    .map_err(|e| e.context(format!("operation {} mapping {i}", op.operation_id)))?;
+                    .map_err(|e| e.context(format!("operations[{k}].files[{i}]")))?;
                 total.files += t.files;
                 total.bytes += t.bytes;
             }
             for (i, c) in op.post_upload_commands().iter().enumerate() {
-                backend.post_upload(c, deadline).await.map_err(|e| {
-                    e.context(format!("operation {} postUploadCommands[{i}]", op.operation_id))
-                })?;
+                backend
+                    .post_upload(c, deadline)
+                    .await
+                    .map_err(|e| e.context(format!("operations[{k}].postUploadCommands[{i}]")))?;
             }
             results.push(SyncOperationResult::new(
                 op.operation_id.clone(),
@@ -349,7 +352,7 @@ mod tests {
             run_operations(&Fake::new(2, false), Direction::In, &ops, minute).await.unwrap_err();
         assert_eq!(
             e.message,
-            "operation a postUploadCommands[0]: a post-upload command exited with 2"
+            "operations[0].postUploadCommands[0]: a post-upload command exited with 2"
         );
         let fake = Fake::new(0, false);
         let e = run_operations(&fake, Direction::Out, &ops, minute).await.unwrap_err();

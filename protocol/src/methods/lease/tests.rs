@@ -301,3 +301,19 @@ fn required_lease_ids_name_their_path() {
     assert_eq!(none.path(), "providerLeaseId");
     assert_eq!(none.to_string(), "providerLeaseId is required");
 }
+
+/// `lease_id()` answered `Some("")` for an empty id that `required_lease_id()` refuses as
+/// missing: the two accessors read the id by one rule.
+#[test]
+fn the_lease_id_accessors_agree_on_an_empty_id() {
+    let base: EnvironmentBaseParams = from_json(base_json());
+    for id in [None, Some(""), Some("l-1")] {
+        let params = ReleaseLeaseParams::new(base.clone(), id.map(str::to_owned));
+        assert_eq!(params.lease_id(), params.required_lease_id().ok(), "{id:?}");
+        let lease = Lease { provider_lease_id: id.map(str::to_owned), ..Lease::default() };
+        assert_eq!(lease.required_id().ok(), params.lease_id(), "{id:?}");
+    }
+    let empty: ReleaseLeaseParams = from_json(json!({"driverKey": "d", "companyId": "c",
+        "environmentId": "e", "providerLeaseId": ""}));
+    assert_eq!(empty.lease_id(), None);
+}
