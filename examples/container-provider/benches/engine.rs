@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use container_provider::engine::Engine;
 use container_provider::ContainerProvider;
-use paperclip_sandbox_sdk::protocol::HostProfile;
 use paperclip_sandbox_sdk::testing::TestClient;
 use serde_json::{json, Value};
 
@@ -66,7 +65,7 @@ async fn main() {
         return;
     };
     let config = json!({"dockerHost": host, "image": image});
-    let client = TestClient::new(ContainerProvider::new(HostProfile::Paperclip2026_11));
+    let client = TestClient::new(ContainerProvider::new());
     client.call_raw("initialize", json!({"manifest": {}, "config": {}})).await.unwrap();
 
     let mut acquires = Vec::new();

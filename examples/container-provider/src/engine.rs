@@ -166,35 +166,53 @@ impl fmt::Debug for Engine {
     }
 }
 
-/// Engines by address, so each worker negotiates once per engine.
-#[derive(Debug, Default)]
-pub struct Engines(tokio::sync::Mutex<HashMap<String, Engine>>);
+/// One engine address, connected (and its API version negotiated) by the first call that
+/// needs it, under that call's deadline, and shared by the later calls.
+///
+/// A config's backend holds one: connecting is left to the first call rather than done when
+/// the backend opens, so a stalled engine is reported within the call's deadline.
+pub struct EngineSlot {
+    host: String,
+    engine: tokio::sync::Mutex<Option<Engine>>,
+}
 
-impl Engines {
-    /// The engine at `host` (`unix:///…`, `tcp://…`, `http://…`), for a call ending at
-    /// `deadline` (which also bounds connecting to it).
-    pub async fn get(&self, host: &str, deadline: Option<Deadline>) -> EngineResult<Engine> {
+impl fmt::Debug for EngineSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The address may name a private socket path or host: not shown.
+        f.debug_struct("EngineSlot").finish_non_exhaustive()
+    }
+}
+
+impl EngineSlot {
+    /// The engine at `host` (`unix:///…`, `tcp://…`, `http://…`), not connected yet.
+    pub fn new(host: impl Into<String>) -> Self {
+        EngineSlot { host: host.into(), engine: tokio::sync::Mutex::new(None) }
+    }
+
+    /// The engine, for a call ending at `deadline` (which also bounds connecting to it).
+    pub async fn get(&self, deadline: Option<Deadline>) -> EngineResult<Engine> {
         let op = "connect to the engine";
-        let mut map = match deadline {
-            Some(d) => d.run(self.0.lock()).await.map_err(|_| EngineError::deadline(op))?,
-            None => self.0.lock().await,
+        let mut slot = match deadline {
+            Some(d) => d.run(self.engine.lock()).await.map_err(|_| EngineError::deadline(op))?,
+            None => self.engine.lock().await,
         };
-        if let Some(e) = map.get(host) {
+        if let Some(e) = slot.as_ref() {
             return Ok(e.with_deadline(deadline));
         }
         let engine = match deadline {
-            Some(d) => {
-                d.run(Engine::connect(host)).await.map_err(|_| EngineError::deadline(op))??
-            }
-            None => Engine::connect(host).await?,
+            Some(d) => d
+                .run(Engine::connect(&self.host))
+                .await
+                .map_err(|_| EngineError::deadline(op))??,
+            None => Engine::connect(&self.host).await?,
         };
-        map.insert(host.to_owned(), engine.clone());
+        *slot = Some(engine.clone());
         Ok(engine.with_deadline(deadline))
     }
 
-    /// Forgets the engine at `host` (after a transport failure, so the next call reconnects).
-    pub async fn forget(&self, host: &str) {
-        self.0.lock().await.remove(host);
+    /// Forgets the connection (after a transport failure, so the next call reconnects).
+    pub async fn forget(&self) {
+        *self.engine.lock().await = None;
     }
 }
 

@@ -166,6 +166,18 @@ pub async fn run_simple(
     run_raw(engine, container, &spec, None, &mut (), std::future::pending()).await
 }
 
+/// A command of [`run`] that could not be run: the engine call that failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandError(pub EngineError);
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for CommandError {}
+
 /// Runs `spec` in `container` (see the module docs); `on_chunk` receives output as it
 /// arrives; `cancel` completing kills the command.
 pub async fn run(
@@ -175,7 +187,7 @@ pub async fn run(
     active: &ActiveExecs,
     on_chunk: &mut impl OutputSink,
     cancel: impl Future<Output = ()>,
-) -> EngineResult<ExecOutcome> {
+) -> Result<ExecOutcome, CommandError> {
     let tag = paperclip_sandbox_sdk::kit::random_hex(12);
     let mut argv = vec!["sh".to_owned(), "-c".to_owned(), WRAPPER.to_owned(), "sh".to_owned()];
     argv.push(tag.clone());
@@ -184,7 +196,7 @@ pub async fn run(
     active.add(container, &tag);
     let out = run_raw(engine, container, &wrapped, Some(&tag), on_chunk, cancel).await;
     active.remove(container, &tag);
-    out
+    out.map_err(CommandError)
 }
 
 async fn run_raw(

@@ -52,6 +52,7 @@ use crate::engine::{
     is_running, labels_of, name_of, Engine, EngineError, LABEL_COMPANY, LABEL_ENVIRONMENT,
     LABEL_EXPIRES_AT, LABEL_PROVIDER, LABEL_REUSE, PROVIDER_LABEL_VALUE,
 };
+use crate::error::Error;
 use crate::exec::{self, ActiveExecs};
 
 pub use paperclip_sandbox_sdk::kit::creation::FAILED_CREATE_CLEANUP;
@@ -375,7 +376,7 @@ pub async fn release(
     settings: &Settings,
     active: &ActiveExecs,
     params: &ReleaseLeaseParams<ContainerConfig>,
-) -> Result<Option<TerminationReceipt>, ProviderError> {
+) -> Result<Option<TerminationReceipt>, Error> {
     let Some(id) = params.provider_lease_id.as_deref() else {
         return Ok(None);
     };
@@ -392,27 +393,27 @@ pub async fn release(
     if stop {
         return stop_container(engine, id).await.map(Some);
     }
-    destroy(engine, settings, params).await
+    Ok(destroy(engine, settings, params).await?)
 }
 
-/// Stops `id` and keeps it; a missing container is `destroyed`.
-pub async fn stop_container(
-    engine: &Engine,
-    id: &str,
-) -> Result<TerminationReceipt, ProviderError> {
-    let present = engine
-        .stop(id, STOP_GRACE_SECS)
-        .await
-        .map_err(|e| ProviderError::worker(format!("Stopping the container failed: {e}")))?;
+/// Stops `id` and keeps it; a missing container is `destroyed`. Its failures are
+/// [`Error::Backend`]: the stop-error envelope on `environmentStopLease`.
+pub async fn stop_container(engine: &Engine, id: &str) -> Result<TerminationReceipt, Error> {
+    let present = match engine.stop(id, STOP_GRACE_SECS).await {
+        Ok(present) => present,
+        Err(e) => return Err(Error::Backend(format!("Stopping the container failed: {e}"))),
+    };
     if !present {
         return Ok(TerminationReceipt::destroyed(id));
     }
     // Confirm: the engine answered, but a receipt says what is true now.
     match engine.inspect(id).await {
         Ok(Some(c)) if !is_running(&c) => Ok(TerminationReceipt::stopped(id)),
-        Ok(Some(_)) => Err(ProviderError::worker("The container is still running after the stop")),
+        Ok(Some(_)) => {
+            Err(Error::Backend("The container is still running after the stop".to_owned()))
+        }
         Ok(None) => Ok(TerminationReceipt::destroyed(id)),
-        Err(e) => Err(engine_err("Confirming the stop failed", e)),
+        Err(e) => Err(Error::Backend(format!("Confirming the stop failed: {e}"))),
     }
 }
 

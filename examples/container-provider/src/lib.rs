@@ -25,24 +25,27 @@
 //! a long one) and `incrementalSessionOutput` (output is streamed as `execute.log` while the
 //! command runs). No persistent process session is offered: each command is one-shot.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
+use paperclip_sandbox_sdk::kit::transfer::Direction;
 use paperclip_sandbox_sdk::prelude::*;
-use paperclip_sandbox_sdk::protocol::envelope::StopErrorReason;
-use paperclip_sandbox_sdk::protocol::HostProfile;
 
 pub mod config;
 pub mod engine;
+pub mod error;
 pub mod exec;
 pub mod lease;
 pub mod sync;
 
 use config::{ContainerConfig, Settings};
-use engine::{Engine, Engines};
+use engine::{Engine, EngineSlot};
+pub use error::Error;
 use exec::{ActiveExecs, ExecSpec};
-use paperclip_sandbox_sdk::kit::transfer::Direction;
 
-/// The provider: engine connections and the table of running commands.
+/// The provider: the table of running commands (the engines are the configs' backends,
+/// [`Host`]).
 ///
 /// Its manifest is derived and checked against the hooks of the `#[provider]` block when the
 /// crate compiles. `defaultAcquireTimeoutMs` is 180 s (a cold engine may need to set up
@@ -69,54 +72,55 @@ use paperclip_sandbox_sdk::kit::transfer::Direction;
     default_acquire_timeout_ms = 180_000
 )]
 pub struct ContainerProvider {
-    engines: Engines,
     active: ActiveExecs,
-    profile: Option<HostProfile>,
-    /// Engine address and user of every container with a running command (for shutdown).
-    hosts: std::sync::Mutex<std::collections::HashMap<String, (String, String)>>,
+    /// Engine and user of every container with a running command (for shutdown).
+    running: Mutex<HashMap<String, (Engine, String)>>,
 }
 
 impl ContainerProvider {
-    /// A provider answering as the host `profile` expects (it decides whether
-    /// `minimumTimeoutMs` is read).
-    pub fn new(profile: HostProfile) -> Self {
-        ContainerProvider { profile: Some(profile), ..ContainerProvider::default() }
-    }
-
-    fn profile(&self) -> HostProfile {
-        self.profile.unwrap_or(HostProfile::Paperclip2026_11)
-    }
-
-    /// The engine of `config`, its requests bounded by `cx`'s deadline.
-    async fn connect(
-        &self,
-        config: &ContainerConfig,
-        cx: &Context,
-    ) -> Result<(Engine, Settings), ProviderError> {
-        let settings = Settings::new(config);
-        let engine =
-            self.engines.get(&settings.docker_host, cx.call_deadline()).await.map_err(|e| {
-                ProviderError::worker(format!("The container engine is not reachable: {e}"))
-            })?;
-        Ok((engine, settings))
+    /// A provider with no command running. The host profile it answers for (which decides
+    /// whether `minimumTimeoutMs` is read) is the worker's, [`Context::profile`].
+    pub fn new() -> Self {
+        ContainerProvider::default()
     }
 
     fn forget(&self, container: &str) {
-        self.hosts.lock().unwrap_or_else(|p| p.into_inner()).remove(container);
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(container);
     }
 
-    fn remember(&self, container: &str, settings: &Settings) {
-        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
-        hosts.insert(container.to_owned(), (settings.docker_host.clone(), settings.user()));
+    fn remember(&self, container: &str, engine: &Engine, settings: &Settings) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        running.insert(container.to_owned(), (engine.without_deadline(), settings.user()));
     }
 }
 
-fn lease_id(lease: &Lease) -> Result<&str, ProviderError> {
-    lease
-        .provider_lease_id
-        .as_deref()
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| ProviderError::invalid_params("lease.providerLeaseId is required"))
+/// The backend of one config: its settings (every default applied) and its engine. The SDK
+/// opens it with `connect` for the first call of a config, shares it with the later calls of
+/// the same config and drops it when the host sends `configChanged`.
+#[derive(Debug)]
+pub struct Host {
+    settings: Settings,
+    engine: EngineSlot,
+}
+
+impl Host {
+    /// The backend of `config`; nothing is connected yet ([`Host::engine`] connects).
+    pub fn new(config: &ContainerConfig) -> Self {
+        let settings = Settings::new(config);
+        let engine = EngineSlot::new(settings.docker_host.clone());
+        Host { settings, engine }
+    }
+
+    /// The settings of the config.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The engine, its requests bounded by the deadline of the call `cx` serves; connected
+    /// (within that deadline) by the first call that needs it.
+    pub async fn engine(&self, cx: &Context) -> Result<Engine, Error> {
+        self.engine.get(cx.call_deadline()).await.map_err(Error::Unreachable)
+    }
 }
 
 fn diagnostic(severity: DiagnosticSeverity, code: &str, message: impl Into<String>) -> Diagnostic {
@@ -125,15 +129,22 @@ fn diagnostic(severity: DiagnosticSeverity, code: &str, message: impl Into<Strin
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for ContainerProvider {
+    type Backend = Host;
+
+    /// The backend of `config`: its settings and a not yet connected engine (connecting is
+    /// left to the first call, within its deadline, so it never fails here).
+    async fn connect(&self, config: &ContainerConfig) -> HookResult<Host> {
+        Ok(Host::new(config))
+    }
+
     async fn shutdown(&self, _params: ShutdownParams, cx: Context) -> HookResult<()> {
         let containers = self.active.containers();
-        let hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut killed = 0;
         for c in containers {
-            let Some((host, user)) = hosts.get(&c) else { continue };
-            if let Ok(engine) = self.engines.get(host, cx.call_deadline()).await {
-                killed += self.active.kill_all(&engine, &c, user).await;
-            }
+            let Some((engine, user)) = running.get(&c) else { continue };
+            let engine = engine.with_deadline(cx.call_deadline());
+            killed += self.active.kill_all(&engine, &c, user).await;
         }
         tracing::info!(killed, "shutdown: ended the commands still running");
         Ok(())
@@ -142,7 +153,6 @@ impl SandboxProvider for ContainerProvider {
     async fn validate_config(
         &self,
         params: ValidateConfigParams<ContainerConfig>,
-        _cx: Context,
     ) -> HookResult<ValidateConfigResult> {
         // The SDK answered a config that does not fit `ContainerConfig`; this one does.
         let _: &ContainerConfig = &params.config;
@@ -151,11 +161,12 @@ impl SandboxProvider for ContainerProvider {
 
     async fn probe(
         &self,
-        params: ProbeParams<ContainerConfig>,
+        _params: ProbeParams<ContainerConfig>,
+        host: &Host,
         cx: Context,
     ) -> HookResult<ProbeResult> {
-        let settings = Settings::new(&params.base.config);
-        let engine = match self.engines.get(&settings.docker_host, cx.call_deadline()).await {
+        let settings = host.settings();
+        let engine = match host.engine.get(cx.call_deadline()).await {
             Ok(e) => e,
             Err(e) => {
                 return Ok(ProbeResult::new(false)
@@ -168,7 +179,7 @@ impl SandboxProvider for ContainerProvider {
             }
         };
         if let Err(e) = engine.ping().await {
-            self.engines.forget(&settings.docker_host).await;
+            host.engine.forget().await;
             return Ok(ProbeResult::new(false)
                 .with_summary("The container engine does not answer")
                 .with_diagnostic(diagnostic(
@@ -210,9 +221,10 @@ impl SandboxProvider for ContainerProvider {
     async fn acquire_lease(
         &self,
         params: AcquireLeaseParams<ContainerConfig>,
+        host: &Host,
         cx: Context,
-    ) -> HookResult<AcquireLeaseResult> {
-        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
+    ) -> Result<AcquireLeaseResult, Error> {
+        let engine = host.engine(&cx).await?;
         // Sweep this environment's orphans in the background; it never delays the acquisition.
         let sweeper = engine.without_deadline();
         let (company, environment) =
@@ -225,34 +237,37 @@ impl SandboxProvider for ContainerProvider {
             }
         });
         let deadline = cx.deadline().map(tokio::time::Instant::from_std);
-        lease::acquire(&engine, &settings, &params, deadline).await
+        Ok(lease::acquire(&engine, host.settings(), &params, deadline).await?)
     }
 
     async fn resume_lease(
         &self,
         params: ResumeLeaseParams<ContainerConfig>,
+        host: &Host,
         cx: Context,
-    ) -> HookResult<ResumeLeaseResult> {
-        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
-        lease::resume(&engine, &settings, &params).await
+    ) -> Result<ResumeLeaseResult, Error> {
+        let engine = host.engine(&cx).await?;
+        Ok(lease::resume(&engine, host.settings(), &params).await?)
     }
 
     async fn release_lease(
         &self,
         params: ReleaseLeaseParams<ContainerConfig>,
+        host: &Host,
         cx: Context,
-    ) -> HookResult<ReleaseLeaseResult> {
-        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
-        lease::release(&engine, &settings, &self.active, &params).await.map(Released::from)
+    ) -> Result<ReleaseLeaseResult, Error> {
+        let engine = host.engine(&cx).await?;
+        lease::release(&engine, host.settings(), &self.active, &params).await.map(Released::from)
     }
 
     async fn destroy_lease(
         &self,
         params: DestroyLeaseParams<ContainerConfig>,
+        host: &Host,
         cx: Context,
-    ) -> HookResult<DestroyLeaseResult> {
-        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
-        let receipt = lease::destroy(&engine, &settings, &params).await?;
+    ) -> Result<DestroyLeaseResult, Error> {
+        let engine = host.engine(&cx).await?;
+        let receipt = lease::destroy(&engine, host.settings(), &params).await?;
         if let Some(id) = params.provider_lease_id.as_deref() {
             self.forget(id);
         }
@@ -262,50 +277,47 @@ impl SandboxProvider for ContainerProvider {
     async fn stop_lease(
         &self,
         params: StopLeaseParams<ContainerConfig>,
+        host: &Host,
         cx: Context,
-    ) -> HookResult<StopLeaseResult> {
+    ) -> Result<StopLeaseResult, Error> {
         // Stop takes the release params, whose lease id may be null: there is nothing to stop
         // and no receipt could name it.
-        let Some(id) = params.provider_lease_id.as_deref().filter(|id| !id.is_empty()) else {
-            return Err(ProviderError::invalid_params(
-                "providerLeaseId is required to stop a lease",
-            ));
-        };
-        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
+        let id = params.required_lease_id()?;
+        let engine = host.engine(&cx).await?;
         if params.cancel_active_work == Some(true) {
-            self.active.kill_all(&engine, id, &settings.user()).await;
+            self.active.kill_all(&engine, id, &host.settings().user()).await;
         }
-        lease::stop_container(&engine, id)
-            .await
-            .map_err(|e| ProviderError::stop(e.message(), StopErrorReason::Unrecoverable))
+        lease::stop_container(&engine, id).await
     }
 
     async fn realize_workspace(
         &self,
         params: RealizeWorkspaceParams<ContainerConfig>,
-        _cx: Context,
-    ) -> HookResult<RealizeWorkspaceResult> {
-        let settings = Settings::new(&params.base.config);
-        lease_id(&params.lease)?;
-        Ok(RealizeWorkspaceResult::new(settings.workspace))
+        host: &Host,
+    ) -> Result<RealizeWorkspaceResult, Error> {
+        params.lease.required_id()?;
+        Ok(RealizeWorkspaceResult::new(host.settings().workspace.clone()))
     }
 
     async fn execute(
         &self,
         params: ExecuteParams<ContainerConfig>,
+        host: &Host,
         cx: Context,
-    ) -> HookResult<ExecuteResult> {
-        let (engine, settings) = self.connect(&params.base.config, &cx).await?;
-        let id = lease_id(&params.lease)?.to_owned();
+    ) -> Result<ExecuteResult, Error> {
+        let engine = host.engine(&cx).await?;
+        let settings = host.settings();
+        let id = params.lease.required_id()?;
         if params.command.is_empty() {
-            return Err(ProviderError::invalid_params("command must not be empty"));
+            return Err(ProviderError::invalid_params("command must not be empty").into());
         }
-        let mut env = lease::base_env(&settings);
+        let mut env = lease::base_env(settings);
         for (k, v) in params.env.iter().flatten() {
             if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
                 return Err(ProviderError::invalid_params(
                     "env names must be non-empty, without '=' or NUL",
-                ));
+                )
+                .into());
             }
             env.push(format!("{k}={v}"));
         }
@@ -319,38 +331,30 @@ impl SandboxProvider for ContainerProvider {
             stdin: params.stdin.as_ref().map(|s| s.clone().into_bytes()),
             timeout: params.timeout(),
         };
-        self.remember(&id, &settings);
+        self.remember(id, &engine, settings);
         let cancel = cx.cancellation().clone();
         let mut sink = &cx;
         let cancelled = async move { cancel.cancelled().await };
-        let out = exec::run(&engine, &id, spec, &self.active, &mut sink, cancelled).await.map_err(
-            |e| {
-                if e.is_not_found() || e.status == Some(409) {
-                    ProviderError::worker("The lease container does not exist or is not running")
-                } else if e.is_unreachable() {
-                    ProviderError::worker(format!("The container engine is not reachable: {e}"))
-                } else {
-                    ProviderError::worker(format!("Running the command failed: {e}"))
-                }
-            },
-        )?;
+        let out = exec::run(&engine, id, spec, &self.active, &mut sink, cancelled).await?;
         Ok(out.into_execute_result())
     }
 
     async fn sync_in(
         &self,
         params: SyncInParams<ContainerConfig>,
+        host: &Host,
         cx: Context,
-    ) -> HookResult<SyncResult> {
-        self.sync(Direction::In, params, &cx).await
+    ) -> Result<SyncResult, Error> {
+        self.sync(Direction::In, params, host, &cx).await
     }
 
     async fn sync_out(
         &self,
         params: SyncOutParams<ContainerConfig>,
+        host: &Host,
         cx: Context,
-    ) -> HookResult<SyncResult> {
-        self.sync(Direction::Out, params, &cx).await
+    ) -> Result<SyncResult, Error> {
+        self.sync(Direction::Out, params, host, &cx).await
     }
 }
 
@@ -359,27 +363,20 @@ impl ContainerProvider {
         &self,
         direction: Direction,
         params: SyncParams<ContainerConfig>,
+        host: &Host,
         cx: &Context,
-    ) -> HookResult<SyncResult> {
-        let (engine, settings) = self.connect(&params.base.config, cx).await?;
+    ) -> Result<SyncResult, Error> {
+        let engine = host.engine(cx).await?;
+        let settings = host.settings();
         let timeout_ms = paperclip_sandbox_sdk::kit::effective_sync_timeout_ms(
             &params,
-            self.profile(),
+            cx.profile(),
             settings.sync_timeout_ms,
-        )
-        .map_err(|e| ProviderError::invalid_params(e.to_string()))?;
-        let id = lease_id(&params.lease)?.to_owned();
-        self.remember(&id, &settings);
-        sync::sync(
-            &engine,
-            &settings,
-            &id,
-            &self.active,
-            direction,
-            &params.operations,
-            Duration::from_millis(timeout_ms),
-        )
-        .await
-        .map_err(paperclip_sandbox_sdk::kit::sync_error)
+        )?;
+        let id = params.lease.required_id()?;
+        self.remember(id, &engine, settings);
+        let timeout = Duration::from_millis(timeout_ms);
+        let operations = &params.operations;
+        Ok(sync::sync(&engine, settings, id, &self.active, direction, operations, timeout).await?)
     }
 }

@@ -16,5 +16,6 @@ fn main() -> std::io::Result<()> {
     let profile = paperclip_sandbox_sdk::cli::handle_args::<ContainerProvider>();
     paperclip_sandbox_sdk::init_tracing();
     tracing::info!(%profile, "container-provider serving on stdio");
-    paperclip_sandbox_sdk::run(ContainerProvider::new(profile))
+    let worker = paperclip_sandbox_sdk::Worker::new(ContainerProvider::new()).profile(profile);
+    worker.run_stdio().map(|never| match never {})
 }

@@ -58,6 +58,12 @@ fn engine_error(e: EngineError) -> KitError {
     err
 }
 
+impl From<exec::CommandError> for KitError {
+    fn from(e: exec::CommandError) -> Self {
+        engine_error(e.0)
+    }
+}
+
 fn libc_eio() -> i32 {
     5 // EIO: the engine connection failed.
 }
@@ -206,9 +212,7 @@ async fn post_upload(
         stdin: None,
         timeout: Some(transfer::post_upload_timeout(c, deadline)),
     };
-    let out = exec::run(engine, container, spec, active, &mut (), std::future::pending())
-        .await
-        .map_err(engine_error)?;
+    let out = exec::run(engine, container, spec, active, &mut (), std::future::pending()).await?;
     transfer::post_upload_outcome(out.output.timed_out, out.exit_code)
 }
 

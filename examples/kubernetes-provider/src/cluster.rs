@@ -1,9 +1,7 @@
-//! The API server: client connections (one per kubeconfig), typed errors, and the Pod and Job
-//! calls the provider makes. Nothing else in the crate talks to the cluster directly, except
-//! the exec subresource in [`crate::exec`].
+//! The API server: the client connection of a config (held by its backend, [`crate::Kube`]),
+//! typed errors, and the Pod and Job calls the provider makes. Nothing else in the crate talks
+//! to the cluster directly, except the exec subresource in [`crate::exec`].
 
-use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
@@ -317,24 +315,6 @@ impl Cluster {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-    }
-}
-
-/// The connections of this worker, one per kubeconfig path (`None`: inferred).
-#[derive(Debug, Default, Clone)]
-pub struct Clusters(Arc<tokio::sync::Mutex<HashMap<Option<String>, Cluster>>>);
-
-impl Clusters {
-    /// The connection for `kubeconfig`, made on first use.
-    pub async fn get(&self, kubeconfig: Option<&str>) -> ClusterResult<Cluster> {
-        let key = kubeconfig.map(str::to_owned);
-        let mut map = self.0.lock().await;
-        if let Some(c) = map.get(&key) {
-            return Ok(c.clone());
-        }
-        let c = Cluster::connect(kubeconfig).await?;
-        map.insert(key, c.clone());
-        Ok(c)
     }
 }
 

@@ -228,6 +228,18 @@ impl RawSink for Discarding {
     async fn bytes(&mut self, _: Stream, _: &[u8]) {}
 }
 
+/// A command of [`run`] that could not be run: the cluster call that failed.
+#[derive(Debug, Clone)]
+pub struct CommandError(pub ClusterError);
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for CommandError {}
+
 /// Runs `spec` (see the module docs); `sink` receives decoded output as it arrives; `cancel`
 /// completing kills the command.
 pub async fn run(
@@ -236,9 +248,9 @@ pub async fn run(
     active: &ActiveExecs,
     sink: impl OutputSink,
     cancel: impl Future<Output = ()>,
-) -> ClusterResult<ExecOutcome> {
+) -> Result<ExecOutcome, CommandError> {
     let mut collecting = Collecting { sink, collector: OutputCollector::new() };
-    let raw = run_raw(target, spec, active, &mut collecting, cancel).await?;
+    let raw = run_raw(target, spec, active, &mut collecting, cancel).await.map_err(CommandError)?;
     if raw.timed_out {
         collecting.collector.mark_timed_out();
     }

@@ -42,22 +42,25 @@ use std::time::Duration;
 
 use paperclip_sandbox_sdk::kit::{self, transfer::Direction};
 use paperclip_sandbox_sdk::prelude::*;
-use paperclip_sandbox_sdk::protocol::HostProfile;
+use paperclip_sandbox_sdk::protocol::methods::CarriesConfig;
 
 pub mod cluster;
 pub mod config;
+pub mod error;
 pub mod exec;
 pub mod lease;
 pub mod names;
 pub mod spec;
 pub mod sync;
 
-use cluster::{Cluster, Clusters};
+use cluster::{Cluster, ClusterResult};
 use config::{KubernetesConfig, Settings};
+pub use error::Error;
 use exec::{ActiveExecs, ExecSpec, Target};
 use names::LeaseRef;
 
-/// The provider: API server connections and the table of running commands.
+/// The provider: the table of running commands (the API server connections are the configs'
+/// backends, [`Kube`]).
 #[derive(Debug, Default, PluginManifest)]
 #[plugin(
     id = "paperclip-sandbox.kubernetes-provider",
@@ -80,49 +83,24 @@ use names::LeaseRef;
     default_acquire_timeout_ms = 180_000
 )]
 pub struct KubernetesProvider {
-    clusters: Clusters,
     active: ActiveExecs,
-    profile: Option<HostProfile>,
     /// Where every lease with a running command lives (for shutdown).
     running: Mutex<HashMap<String, PodAddress>>,
 }
 
-/// A Pod and the cluster it is on: kubeconfig, namespace, name.
-type PodAddress = (Option<String>, String, String);
+/// A Pod and the cluster it is on: connection, namespace, name.
+type PodAddress = (Cluster, String, String);
 
 impl KubernetesProvider {
-    /// A provider answering as the host `profile` expects.
-    pub fn new(profile: HostProfile) -> Self {
-        KubernetesProvider { profile: Some(profile), ..KubernetesProvider::default() }
-    }
-
-    fn profile(&self) -> HostProfile {
-        self.profile.unwrap_or(HostProfile::Paperclip2026_11)
-    }
-
-    async fn connect(
-        &self,
-        config: &KubernetesConfig,
-    ) -> Result<(Cluster, Settings), ProviderError> {
-        let settings = Settings::new(config);
-        let cluster = self.clusters.get(settings.kubeconfig.as_deref()).await.map_err(|e| {
-            ProviderError::worker(format!("The Kubernetes API server is not reachable: {e}"))
-        })?;
-        Ok((cluster, settings))
+    /// A provider with no command running. The host profile it answers for (which decides
+    /// whether `minimumTimeoutMs` is read) is the worker's, [`Context::profile`].
+    pub fn new() -> Self {
+        KubernetesProvider::default()
     }
 
     /// The Pod running the lease's commands.
-    async fn pod_of(
-        &self,
-        cluster: &Cluster,
-        settings: &Settings,
-        lease: &Lease,
-    ) -> Result<String, ProviderError> {
-        let id =
-            lease.provider_lease_id.as_deref().filter(|s| !s.is_empty()).ok_or_else(|| {
-                ProviderError::invalid_params("lease.providerLeaseId is required")
-            })?;
-        let lease_ref = LeaseRef::parse(id).ok_or_else(|| {
+    async fn pod_of(&self, kube: &Kube, lease: &Lease) -> Result<String, ProviderError> {
+        let lease_ref = LeaseRef::parse(lease.required_id()?).ok_or_else(|| {
             ProviderError::invalid_params(
                 "lease.providerLeaseId is not a lease id of this provider",
             )
@@ -137,7 +115,7 @@ impl KubernetesProvider {
                 return Ok(pod.to_owned());
             }
         }
-        match lease::lease_pod(cluster, &settings.namespace, &lease_ref).await {
+        match lease::lease_pod(&kube.cluster, &kube.settings.namespace, &lease_ref).await {
             Ok(Some(p)) => Ok(p.metadata.name.unwrap_or_default()),
             Ok(None) => {
                 Err(ProviderError::worker("The lease Pod does not exist or is not running"))
@@ -146,27 +124,54 @@ impl KubernetesProvider {
         }
     }
 
-    fn remember(&self, pod: &str, settings: &Settings) {
+    fn remember(&self, pod: &str, kube: &Kube) {
+        let namespace = &kube.settings.namespace;
         let mut map = self.running.lock().unwrap_or_else(|p| p.into_inner());
         map.insert(
-            format!("{}/{pod}", settings.namespace),
-            (settings.kubeconfig.clone(), settings.namespace.clone(), pod.to_owned()),
+            format!("{namespace}/{pod}"),
+            (kube.cluster.clone(), namespace.clone(), pod.to_owned()),
         );
     }
 
-    async fn cancel_work(&self, cluster: &Cluster, settings: &Settings, id: &str) -> usize {
+    async fn cancel_work(&self, kube: &Kube, id: &str) -> usize {
         let Some(lease_ref) = LeaseRef::parse(id) else { return 0 };
+        let (cluster, namespace) = (&kube.cluster, &kube.settings.namespace);
         let pod = match lease_ref.backend {
             config::Backend::Pod => lease_ref.object_name(),
-            config::Backend::Job => {
-                match lease::lease_pod(cluster, &settings.namespace, &lease_ref).await {
-                    Ok(Some(p)) => p.metadata.name.unwrap_or_default(),
-                    _ => return 0,
-                }
-            }
+            config::Backend::Job => match lease::lease_pod(cluster, namespace, &lease_ref).await {
+                Ok(Some(p)) => p.metadata.name.unwrap_or_default(),
+                _ => return 0,
+            },
         };
-        let target = Target { cluster, namespace: &settings.namespace, pod: &pod };
-        self.active.kill_all(target).await
+        self.active.kill_all(Target { cluster, namespace, pod: &pod }).await
+    }
+}
+
+/// The backend of one config: its settings (every default applied) and its API server
+/// connection. The SDK opens it with `connect` for the first call of a config, shares it with
+/// the later calls of the same config and drops it when the host sends `configChanged`.
+#[derive(Debug)]
+pub struct Kube {
+    cluster: Cluster,
+    settings: Settings,
+}
+
+impl Kube {
+    /// Connects with the config's kubeconfig (or as kube infers without one).
+    pub async fn open(config: &KubernetesConfig) -> ClusterResult<Kube> {
+        let settings = Settings::new(config);
+        let cluster = Cluster::connect(settings.kubeconfig.as_deref()).await?;
+        Ok(Kube { cluster, settings })
+    }
+
+    /// The connection.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// The settings of the config.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 }
 
@@ -176,17 +181,22 @@ fn diagnostic(severity: DiagnosticSeverity, code: &str, message: impl Into<Strin
 
 #[paperclip_sandbox_sdk::provider]
 impl SandboxProvider for KubernetesProvider {
-    async fn shutdown(&self, _params: ShutdownParams, _cx: Context) -> HookResult<()> {
+    type Backend = Kube;
+
+    /// The connection of `config`.
+    async fn connect(&self, config: &KubernetesConfig) -> Result<Kube, Error> {
+        Kube::open(config).await.map_err(Error::Unreachable)
+    }
+
+    async fn shutdown(&self, _params: ShutdownParams) -> HookResult<()> {
         let running: Vec<_> =
             self.running.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
         let mut killed = 0;
-        for (kubeconfig, namespace, pod) in running {
-            if let Ok(cluster) = self.clusters.get(kubeconfig.as_deref()).await {
-                killed += self
-                    .active
-                    .kill_all(Target { cluster: &cluster, namespace: &namespace, pod: &pod })
-                    .await;
-            }
+        for (cluster, namespace, pod) in running {
+            killed += self
+                .active
+                .kill_all(Target { cluster: &cluster, namespace: &namespace, pod: &pod })
+                .await;
         }
         tracing::info!(killed, "shutdown: ended the commands still running");
         Ok(())
@@ -195,28 +205,26 @@ impl SandboxProvider for KubernetesProvider {
     async fn validate_config(
         &self,
         params: ValidateConfigParams<KubernetesConfig>,
-        _cx: Context,
     ) -> HookResult<ValidateConfigResult> {
         // The SDK answered a config that does not fit `KubernetesConfig`; this one does.
         let _: &KubernetesConfig = &params.config;
         Ok(ValidateConfigResult::valid())
     }
 
-    async fn probe(
-        &self,
-        params: ProbeParams<KubernetesConfig>,
-        _cx: Context,
-    ) -> HookResult<ProbeResult> {
-        let settings = Settings::new(&params.base.config);
+    async fn probe(&self, params: ProbeParams<KubernetesConfig>) -> HookResult<ProbeResult> {
         let unreachable = |e: String| {
             ProbeResult::new(false)
                 .with_summary("The Kubernetes API server is not reachable")
                 .with_diagnostic(diagnostic(DiagnosticSeverity::Error, "api_unreachable", e))
         };
-        let cluster = match self.clusters.get(settings.kubeconfig.as_deref()).await {
-            Ok(c) => c,
+        // A config whose connection cannot be opened (no kubeconfig, an unusable one) is the
+        // probe's finding, not its error: the probe opens the connection itself rather than
+        // taking the cached backend.
+        let kube = match Kube::open(params.config()).await {
+            Ok(kube) => kube,
             Err(e) => return Ok(unreachable(e.to_string())),
         };
+        let (cluster, settings) = (&kube.cluster, &kube.settings);
         let version = match cluster.version().await {
             Ok(v) => v,
             Err(e) => return Ok(unreachable(e.to_string())),
@@ -249,11 +257,11 @@ impl SandboxProvider for KubernetesProvider {
     async fn acquire_lease(
         &self,
         params: AcquireLeaseParams<KubernetesConfig>,
+        kube: &Kube,
         cx: Context,
     ) -> HookResult<AcquireLeaseResult> {
-        let (cluster, settings) = self.connect(&params.base.config).await?;
         // Sweep this environment's ended leases in the background; it never delays the acquisition.
-        let (sweeper, namespace) = (cluster.clone(), settings.namespace.clone());
+        let (sweeper, namespace) = (kube.cluster.clone(), kube.settings.namespace.clone());
         let (company, environment) =
             (params.base.company_id.clone(), params.base.environment_id.clone());
         tokio::spawn(async move {
@@ -264,76 +272,72 @@ impl SandboxProvider for KubernetesProvider {
             }
         });
         let deadline = cx.deadline().map(tokio::time::Instant::from_std);
-        lease::acquire(&cluster, &settings, &params, deadline).await
+        lease::acquire(&kube.cluster, &kube.settings, &params, deadline).await
     }
 
     async fn resume_lease(
         &self,
         params: ResumeLeaseParams<KubernetesConfig>,
-        _cx: Context,
+        kube: &Kube,
     ) -> HookResult<ResumeLeaseResult> {
-        let (cluster, settings) = self.connect(&params.base.config).await?;
-        lease::resume(&cluster, &settings, &params).await
+        lease::resume(&kube.cluster, &kube.settings, &params).await
     }
 
     async fn release_lease(
         &self,
         params: ReleaseLeaseParams<KubernetesConfig>,
-        _cx: Context,
+        kube: &Kube,
     ) -> HookResult<ReleaseLeaseResult> {
         let Some(id) = params.provider_lease_id.clone() else {
             return Ok(Released::from(None));
         };
         let keeps = lease::release_keeps(&params)?;
-        let (cluster, settings) = self.connect(&params.base.config).await?;
         if params.cancel_active_work.unwrap_or(false) {
-            let killed = self.cancel_work(&cluster, &settings, &id).await;
+            let killed = self.cancel_work(kube, &id).await;
             tracing::info!(lease = %id, killed, "active work cancelled before release");
         }
         if keeps {
             return Ok(Released::from(None));
         }
-        lease::destroy(&cluster, &settings, &params).await.map(Released::from)
+        lease::destroy(&kube.cluster, &kube.settings, &params).await.map(Released::from)
     }
 
     async fn destroy_lease(
         &self,
         params: DestroyLeaseParams<KubernetesConfig>,
-        _cx: Context,
+        kube: &Kube,
     ) -> HookResult<DestroyLeaseResult> {
         // Deleting the Pod ends its commands; no separate kill first.
-        let (cluster, settings) = self.connect(&params.base.config).await?;
-        Ok(lease::destroy(&cluster, &settings, &params).await?.into())
+        Ok(lease::destroy(&kube.cluster, &kube.settings, &params).await?.into())
     }
 
     async fn realize_workspace(
         &self,
         params: RealizeWorkspaceParams<KubernetesConfig>,
-        _cx: Context,
+        kube: &Kube,
     ) -> HookResult<RealizeWorkspaceResult> {
-        let settings = Settings::new(&params.base.config);
-        if params.lease.provider_lease_id.as_deref().is_none_or(str::is_empty) {
-            return Err(ProviderError::invalid_params("lease.providerLeaseId is required"));
-        }
-        Ok(RealizeWorkspaceResult::new(settings.workspace))
+        params.lease.required_id()?;
+        Ok(RealizeWorkspaceResult::new(kube.settings.workspace.clone()))
     }
 
     async fn execute(
         &self,
         params: ExecuteParams<KubernetesConfig>,
+        kube: &Kube,
         cx: Context,
-    ) -> HookResult<ExecuteResult> {
-        let (cluster, settings) = self.connect(&params.base.config).await?;
-        let pod = self.pod_of(&cluster, &settings, &params.lease).await?;
+    ) -> Result<ExecuteResult, Error> {
+        let settings = &kube.settings;
+        let pod = self.pod_of(kube, &params.lease).await?;
         if params.command.is_empty() {
-            return Err(ProviderError::invalid_params("command must not be empty"));
+            return Err(ProviderError::invalid_params("command must not be empty").into());
         }
-        let mut env = spec::base_env(&settings);
+        let mut env = spec::base_env(settings);
         for (k, v) in params.env.iter().flatten() {
             if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
                 return Err(ProviderError::invalid_params(
                     "env names must be non-empty, without '=' or NUL",
-                ));
+                )
+                .into());
             }
             env.push((k.clone(), v.clone()));
         }
@@ -346,22 +350,11 @@ impl SandboxProvider for KubernetesProvider {
             stdin: params.stdin.as_ref().map(|s| exec::Stdin::bytes(s.clone().into_bytes())),
             timeout: params.timeout(),
         };
-        self.remember(&pod, &settings);
+        self.remember(&pod, kube);
         let cancel = cx.cancellation().clone();
-        let target = Target { cluster: &cluster, namespace: &settings.namespace, pod: &pod };
-        let out =
-            exec::run(target, spec, &self.active, &cx, async move { cancel.cancelled().await })
-                .await
-                .map_err(|e| {
-                    if e.is_not_found() {
-                        ProviderError::worker(format!(
-                            "The lease Pod does not exist or is not running: {}",
-                            e.reason
-                        ))
-                    } else {
-                        ProviderError::worker(format!("Running the command failed: {e}"))
-                    }
-                })?;
+        let target = Target { cluster: &kube.cluster, namespace: &settings.namespace, pod: &pod };
+        let cancelled = async move { cancel.cancelled().await };
+        let out = exec::run(target, spec, &self.active, &cx, cancelled).await?;
         // Killed at a timeout: no exit code; killed for a cancellation: SIGKILL.
         let (code, signal) = match (out.raw.timed_out, out.raw.exit_code) {
             (true, _) => (None, None),
@@ -374,17 +367,19 @@ impl SandboxProvider for KubernetesProvider {
     async fn sync_in(
         &self,
         params: SyncInParams<KubernetesConfig>,
-        _cx: Context,
-    ) -> HookResult<SyncResult> {
-        self.sync(Direction::In, params).await
+        kube: &Kube,
+        cx: Context,
+    ) -> Result<SyncResult, Error> {
+        self.sync(Direction::In, params, kube, &cx).await
     }
 
     async fn sync_out(
         &self,
         params: SyncOutParams<KubernetesConfig>,
-        _cx: Context,
-    ) -> HookResult<SyncResult> {
-        self.sync(Direction::Out, params).await
+        kube: &Kube,
+        cx: Context,
+    ) -> Result<SyncResult, Error> {
+        self.sync(Direction::Out, params, kube, &cx).await
     }
 }
 
@@ -393,23 +388,17 @@ impl KubernetesProvider {
         &self,
         direction: Direction,
         params: SyncParams<KubernetesConfig>,
-    ) -> HookResult<SyncResult> {
-        let (cluster, settings) = self.connect(&params.base.config).await?;
+        kube: &Kube,
+        cx: &Context,
+    ) -> Result<SyncResult, Error> {
+        let settings = &kube.settings;
         let timeout_ms =
-            kit::effective_sync_timeout_ms(&params, self.profile(), settings.sync_timeout_ms)
-                .map_err(|e| ProviderError::invalid_params(e.to_string()))?;
-        let pod = self.pod_of(&cluster, &settings, &params.lease).await?;
-        self.remember(&pod, &settings);
-        let target = Target { cluster: &cluster, namespace: &settings.namespace, pod: &pod };
-        sync::sync(
-            target,
-            &settings,
-            &self.active,
-            direction,
-            &params.operations,
-            Duration::from_millis(timeout_ms),
-        )
-        .await
-        .map_err(kit::sync_error)
+            kit::effective_sync_timeout_ms(&params, cx.profile(), settings.sync_timeout_ms)?;
+        let pod = self.pod_of(kube, &params.lease).await?;
+        self.remember(&pod, kube);
+        let target = Target { cluster: &kube.cluster, namespace: &settings.namespace, pod: &pod };
+        let timeout = Duration::from_millis(timeout_ms);
+        let operations = &params.operations;
+        Ok(sync::sync(target, settings, &self.active, direction, operations, timeout).await?)
     }
 }

@@ -16,5 +16,6 @@ fn main() -> std::io::Result<()> {
     let profile = paperclip_sandbox_sdk::cli::handle_args::<KubernetesProvider>();
     paperclip_sandbox_sdk::init_tracing();
     tracing::info!(%profile, "kubernetes-provider serving on stdio");
-    paperclip_sandbox_sdk::run(KubernetesProvider::new(profile))
+    let worker = paperclip_sandbox_sdk::Worker::new(KubernetesProvider::new()).profile(profile);
+    worker.run_stdio().map(|never| match never {})
 }

@@ -67,6 +67,12 @@ fn cluster_error(e: ClusterError) -> KitError {
     err
 }
 
+impl From<exec::CommandError> for KitError {
+    fn from(e: exec::CommandError) -> Self {
+        cluster_error(e.0)
+    }
+}
+
 /// Maps a failed script's exit code to the error it means.
 fn script_failure(code: Option<i64>, stderr: &str, what: &str) -> KitError {
     match code {
@@ -257,8 +263,7 @@ async fn post_upload(
         stdin: None,
         timeout: Some(transfer::post_upload_timeout(c, deadline)),
     };
-    let out =
-        exec::run(target, spec, active, (), std::future::pending()).await.map_err(cluster_error)?;
+    let out = exec::run(target, spec, active, (), std::future::pending()).await?;
     transfer::post_upload_outcome(out.raw.timed_out, out.raw.exit_code)
 }
 

@@ -15,13 +15,32 @@ pub const ANSWER_MARGIN: Duration = Duration::from_millis(500);
 pub const MIN_BUDGET: Duration = Duration::from_millis(100);
 
 /// The expiry the host asked for (`requestedExpiresAt`), validated.
+///
+/// [`RequestedExpiry::parse`] reads it from the params; [`RequestedExpiry::from_ms`] makes one
+/// for a known instant. Fields may be added, so it is not built with a struct literal outside
+/// the SDK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RequestedExpiry {
     /// The expiry in milliseconds since the Unix epoch.
     pub at_ms: i64,
 }
 
 impl RequestedExpiry {
+    /// The expiry at `at_ms` milliseconds since the Unix epoch, taken as it is (not checked
+    /// against now: [`parse`](Self::parse) is what validates the host's value).
+    ///
+    /// ```
+    /// use paperclip_sandbox_sdk::kit::acquire::RequestedExpiry;
+    ///
+    /// let x = RequestedExpiry::from_ms(1_767_225_600_000);
+    /// assert_eq!(x.at_ms, 1_767_225_600_000);
+    /// assert_eq!(x.to_rfc3339(), "2026-01-01T00:00:00.000Z");
+    /// ```
+    pub fn from_ms(at_ms: i64) -> Self {
+        RequestedExpiry { at_ms }
+    }
+
     /// The expiry of `requested_expires_at`: `None` when absent; an invalid-params error
     /// ("requestedExpiresAt must be an RFC 3339 timestamp", "requestedExpiresAt is in the
     /// past") when it is not an RFC 3339 timestamp or not after now. The value is never quoted.
@@ -34,7 +53,7 @@ impl RequestedExpiry {
             Some(ms) if ms <= now_ms() => {
                 Err(ProviderError::invalid_params("requestedExpiresAt is in the past"))
             }
-            Some(ms) => Ok(Some(RequestedExpiry { at_ms: ms })),
+            Some(ms) => Ok(Some(RequestedExpiry::from_ms(ms))),
         }
     }
 
@@ -84,7 +103,7 @@ mod tests {
         let x = RequestedExpiry::parse(Some(&at)).unwrap().unwrap();
         assert_eq!(x.to_rfc3339(), at);
         assert!((90..=91).contains(&x.seconds_left()), "{}", x.seconds_left());
-        let soon = RequestedExpiry { at_ms: now_ms() + 10 };
+        let soon = RequestedExpiry::from_ms(now_ms() + 10);
         assert_eq!(soon.seconds_left(), 1);
     }
 

@@ -31,7 +31,11 @@ pub const CHUNK: usize = 256 * 1024;
 pub const STAGING_PREFIX: &str = ".paperclip-upload";
 
 /// What a mapping transferred.
+///
+/// Built with [`Transfer::new`] (or `Transfer::default()`, nothing yet); fields may be added,
+/// so it is not built with a struct literal outside the SDK.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Transfer {
     /// Files and symlinks written.
     pub files: u64,
@@ -39,8 +43,28 @@ pub struct Transfer {
     pub bytes: u64,
 }
 
+impl Transfer {
+    /// `files` files and symlinks written, with `bytes` bytes of file content.
+    ///
+    /// ```
+    /// use paperclip_sandbox_sdk::kit::tar::Transfer;
+    ///
+    /// let t = Transfer::new(2, 5);
+    /// assert_eq!((t.files, t.bytes), (2, 5));
+    /// assert_eq!(Transfer::default(), Transfer::new(0, 0));
+    /// ```
+    pub fn new(files: u64, bytes: u64) -> Self {
+        Transfer { files, bytes }
+    }
+}
+
 /// How one mapping is packed or unpacked.
+///
+/// [`Rules::for_mapping`] reads them from a sync mapping; [`Rules::new`] and the `with_…`
+/// setters build them by hand. Fields may be added, so it is not built with a struct literal
+/// outside the SDK.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Rules {
     /// Permission bits of every file written.
     pub mode: Option<u32>,
@@ -55,6 +79,52 @@ pub struct Rules {
 }
 
 impl Rules {
+    /// Entries owned by `uid:gid` in the lease; file modes kept as they are, nothing
+    /// excluded, symlinks kept as links.
+    ///
+    /// ```
+    /// use paperclip_sandbox_sdk::kit::{tar::Rules, Excludes};
+    ///
+    /// let rules = Rules::new(1000, 1000)
+    ///     .with_mode(0o640)
+    ///     .with_excludes(Excludes::new(&["*.log"])?)
+    ///     .with_follow_symlinks(true);
+    /// assert_eq!((rules.mode, rules.follow_symlinks), (Some(0o640), true));
+    /// assert_eq!((rules.uid, rules.gid), (1000, 1000));
+    /// assert!(rules.excludes.is_excluded("app.log"));
+    /// let plain = Rules::new(0, 0);
+    /// assert_eq!((plain.mode, plain.follow_symlinks), (None, false));
+    /// assert!(plain.excludes.is_empty());
+    /// # Ok::<(), paperclip_sandbox_sdk::kit::KitError>(())
+    /// ```
+    pub fn new(uid: u32, gid: u32) -> Rules {
+        Rules {
+            mode: None,
+            excludes: Excludes::default(),
+            follow_symlinks: false,
+            uid: u64::from(uid),
+            gid: u64::from(gid),
+        }
+    }
+
+    /// The same rules, every file written with the permission bits `mode`.
+    pub fn with_mode(mut self, mode: u32) -> Rules {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// The same rules, leaving out what `excludes` matches.
+    pub fn with_excludes(mut self, excludes: Excludes) -> Rules {
+        self.excludes = excludes;
+        self
+    }
+
+    /// The same rules, copying link targets instead of links when `follow` is true.
+    pub fn with_follow_symlinks(mut self, follow: bool) -> Rules {
+        self.follow_symlinks = follow;
+        self
+    }
+
     /// The rules of one sync mapping (its `mode`, `exclude` and `followSymlinks`), entries
     /// owned by `uid:gid` in the lease. Bad exclude patterns are an invalid-params error
     /// naming the pattern's index.
