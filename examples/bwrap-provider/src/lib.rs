@@ -1,8 +1,8 @@
 //! The bwrap provider: the local provider, with each command wrapped by bubblewrap (`bwrap`)
 //! when its prerequisites hold.
 //!
-//! Leases, sync, stop, release and destroy are [`local_provider`]'s hooks, delegated unchanged. Only
-//! `environmentExecute` differs: in `bwrap` mode the command runs as
+//! Leases, sync, stop, release and destroy are [`local_provider`]'s hooks, delegated unchanged.
+//! Only `environmentExecute` differs: in `bwrap` mode the command runs as
 //! `bwrap <sandbox shape> -- <command> <args…>` (or `sudo -n bwrap …`), in `plain` mode exactly
 //! as the local provider runs it. A missing prerequisite degrades to `plain`; it never fails a
 //! call.

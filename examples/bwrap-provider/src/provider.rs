@@ -61,10 +61,11 @@ struct State {
 ///
 /// Its plugin manifest is derived ([`PluginManifest`]; `bwrap-provider --manifest
 /// [--profile …]` prints it) and checked when the crate compiles against the hooks of its
-/// `#[provider]` block (its own and the local provider's it delegates to). The capabilities are the local provider's
-/// (reusableLeases, the native sync pair, incrementalSessionOutput); the config schema comes
-/// from [`BwrapConfig`]. `defaultAcquireTimeoutMs` is 60 s, as the local provider's (acquiring
-/// is creating a directory), and is left out of the paperclip-2026-09 manifest.
+/// `#[provider]` block (its own and the local provider's it delegates to). The capabilities
+/// are the local provider's (reusableLeases, the native sync pair, incrementalSessionOutput);
+/// the config schema comes from [`BwrapConfig`]. `defaultAcquireTimeoutMs` is 60 s, as the
+/// local provider's (acquiring is creating a directory), and is left out of the
+/// paperclip-2026-09 manifest.
 #[derive(Debug, Clone, PluginManifest)]
 #[plugin(
     id = "paperclip-sandbox.bwrap-provider",
