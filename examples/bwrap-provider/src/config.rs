@@ -42,6 +42,13 @@ pub struct BwrapConfig {
 }
 
 impl LocalSettings for BwrapConfig {
+    /// The `bwrap` key: the bwrap provider's hooks read it from the per-config backend.
+    type Extra = BwrapSetting;
+
+    fn extra(&self) -> BwrapSetting {
+        self.bwrap
+    }
+
     fn root(&self) -> Option<&LeaseRoot> {
         self.root.as_ref()
     }

@@ -1,8 +1,8 @@
 //! The bwrap provider: the local provider, with each command wrapped by bubblewrap (`bwrap`)
 //! when its prerequisites hold.
 //!
-//! Leases, sync, stop, release and destroy are [`local_provider`]'s, delegated unchanged. Only
-//! `environmentExecute` differs: in `bwrap` mode the command runs as
+//! Leases, sync, stop, release and destroy are [`local_provider`]'s hooks, delegated unchanged.
+//! Only `environmentExecute` differs: in `bwrap` mode the command runs as
 //! `bwrap <sandbox shape> -- <command> <args…>` (or `sudo -n bwrap …`), in `plain` mode exactly
 //! as the local provider runs it. A missing prerequisite degrades to `plain`; it never fails a
 //! call.
@@ -12,8 +12,7 @@
 //! | [`config`] | the typed config: the local provider's keys plus `bwrap: "auto" \| "off"` |
 //! | [`prereq`] | probing the prerequisites: `command -v bwrap`, root or sudo, user namespaces |
 //! | [`wrap`] | the bwrap arguments, the start marker, telling a bwrap failure from a command's |
-//! | [`provider`] | [`BwrapProvider`]: mode per call, probe, execute with fallback; its derived plugin manifest (driver key `bwrap`) |
-//! | [`worker`] | the SDK `SandboxProvider` impl |
+//! | [`provider`] | [`BwrapProvider`]: mode per call; its hooks (probe, execute with fallback; the rest delegated to the local provider's); its derived plugin manifest (driver key `bwrap`) |
 //!
 //! # Security model
 //!
@@ -24,7 +23,6 @@
 pub mod config;
 pub mod prereq;
 pub mod provider;
-pub mod worker;
 pub mod wrap;
 
 pub use provider::{BwrapProvider, Mode};

@@ -1,6 +1,8 @@
 //! [`BwrapProvider`]: a [`LocalProvider`](local_provider::provider::LocalProvider) whose `execute` wraps commands with bubblewrap.
 //!
-//! Every hook but `probe` and `execute` is the local provider's, unchanged.
+//! Every hook but `probe` and `execute` is the local provider's, unchanged (`#[provider(delegate
+//! = LocalDriver<BwrapConfig>)]`); `probe` calls the local provider's probe hook and adds the
+//! mode, `execute` runs the command with the local provider's runner ([`local_provider::exec`]).
 //! The mode of a call is decided per call ([`BwrapProvider::mode_for`]):
 //!
 //! | Situation | Mode | Reason |
@@ -13,20 +15,14 @@
 //! A missing prerequisite never fails a call: the command runs plainly.
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use local_provider::config::LocalSettings;
 use local_provider::error::{LocalError, Result};
-use local_provider::exec::{base_env, OutputSink, ProcessGroups};
-use local_provider::leases::LeaseStore;
-use local_provider::provider::LocalDriver;
-use paperclip_sandbox_protocol::methods::execute::{ExecuteParams, ExecuteResult, OutputStream};
-use paperclip_sandbox_protocol::methods::lease::{
-    Diagnostic, DiagnosticSeverity, JsonObject, ProbeParams, ProbeResult,
-};
-use paperclip_sandbox_sdk::PluginManifest;
-use serde_json::{json, Value};
+use local_provider::exec::{self, base_env, ExecRequest, OutputSink};
+use local_provider::provider::{LocalBackend, LocalDriver};
+use paperclip_sandbox_sdk::prelude::*;
+use serde_json::json;
 
 use crate::config::{BwrapConfig, BwrapSetting};
 use crate::prereq::{self, Detection};
@@ -64,11 +60,12 @@ struct State {
 /// The bwrap provider (see the module docs). Clones share the probe cache.
 ///
 /// Its plugin manifest is derived ([`PluginManifest`]; `bwrap-provider --manifest
-/// [--profile …]` prints it) and checked when the crate compiles against the hooks of the
-/// `#[provider]` block in [`crate::worker`]. The capabilities are the local provider's
-/// (reusableLeases, the native sync pair, incrementalSessionOutput); the config schema comes
-/// from [`BwrapConfig`]. `defaultAcquireTimeoutMs` is 60 s, as the local provider's (acquiring
-/// is creating a directory), and is left out of the paperclip-2026-09 manifest.
+/// [--profile …]` prints it) and checked when the crate compiles against the hooks of its
+/// `#[provider]` block (its own and the local provider's it delegates to). The capabilities
+/// are the local provider's (reusableLeases, the native sync pair, incrementalSessionOutput);
+/// the config schema comes from [`BwrapConfig`]. `defaultAcquireTimeoutMs` is 60 s, as the
+/// local provider's (acquiring is creating a directory), and is left out of the
+/// paperclip-2026-09 manifest.
 #[derive(Debug, Clone, PluginManifest)]
 #[plugin(
     id = "paperclip-sandbox.bwrap-provider",
@@ -130,13 +127,51 @@ impl BwrapProvider {
         }
     }
 
-    /// `environmentProbe`: the local provider's probe, after re-probing the prerequisites;
-    /// the mode goes in the summary, a diagnostic and `metadata`
-    /// (`{bwrapMode, reason, bwrapSetting, launcher?, checks}`). A plain mode is a warning, never
-    /// a failure.
-    pub async fn probe(&self, params: &ProbeParams<BwrapConfig>) -> Result<ProbeResult> {
-        let setting = params.base.config.bwrap;
-        let mut result = self.local.probe(params).await?;
+    /// Runs `req` in the lease directory `dir` with the local provider's runner (its process
+    /// groups, so the lease's stop ends the command).
+    async fn run(
+        &self,
+        dir: &Path,
+        req: ExecRequest,
+        sink: &mut impl OutputSink,
+        cancel: impl Future<Output = ()>,
+    ) -> Result<ExecuteResult> {
+        let out = exec::run(dir, req, Some(self.local.groups()), sink, cancel).await?;
+        Ok(out.into_execute_result())
+    }
+}
+
+impl AsRef<LocalDriver<BwrapConfig>> for BwrapProvider {
+    fn as_ref(&self) -> &LocalDriver<BwrapConfig> {
+        &self.local
+    }
+}
+
+/// The hooks bwrap changes; every other hook (validation, leases, workspace, sync, shutdown)
+/// is the local provider's own, through `delegate` (same wire errors and envelopes, the typed
+/// [`BwrapConfig`]). The backend is the local provider's, whose
+/// [`extra`](LocalBackend::extra) is the config's `bwrap` setting: the two share one per
+/// config. Errors are [`LocalError`]s, which the SDK kit converts as it converts the local
+/// provider's (`-32602` for invalid params, else `-32002` with the message).
+#[paperclip_sandbox_sdk::provider(delegate = LocalDriver<BwrapConfig>)]
+impl SandboxProvider for BwrapProvider {
+    type Backend = LocalBackend<BwrapSetting>;
+
+    async fn connect(&self, config: &BwrapConfig) -> Result<LocalBackend<BwrapSetting>> {
+        Connect::connect(&self.local, config).await
+    }
+
+    /// The local provider's probe, after re-probing the prerequisites; the mode goes in the
+    /// summary, a diagnostic and `metadata` (`{bwrapMode, reason, bwrapSetting, launcher?,
+    /// checks}`). A plain mode is a warning, never a failure.
+    async fn probe(
+        &self,
+        params: ProbeParams<BwrapConfig>,
+        local: &LocalBackend<BwrapSetting>,
+        cx: Context,
+    ) -> HookResult<ProbeResult> {
+        let setting = *local.extra();
+        let mut result = SandboxProvider::probe(&self.local, params, cx).await?;
         let detection = tokio::task::spawn_blocking(prereq::detect)
             .await
             .unwrap_or_else(|e| Detection::plain(format!("the probe task failed: {e}")));
@@ -177,48 +212,50 @@ impl BwrapProvider {
         Ok(result.with_diagnostic(diagnostic).with_metadata(metadata))
     }
 
-    /// `environmentExecute`: the local provider's execute, wrapped when the mode is `bwrap`;
-    /// a wrapped run that failed to start is run again plainly and degrades the mode. The
-    /// result's `metadata` says which mode ran (`bwrapMode`, `bwrapReason` when plain).
-    /// Output goes to `sink` (held back until the command, not bwrap, runs).
-    pub async fn execute<S: OutputSink>(
+    /// The local provider's execute, wrapped when the mode is `bwrap`; a wrapped run that
+    /// failed to start is run again plainly and degrades the mode. The result's `metadata`
+    /// says which mode ran (`bwrapMode`, `bwrapReason` when plain). Output streams as
+    /// `execute.log`, held back until the command, not bwrap, runs.
+    async fn execute(
         &self,
-        params: &ExecuteParams<BwrapConfig>,
-        sink: &mut S,
-        cancel: impl Future<Output = ()>,
+        params: ExecuteParams<BwrapConfig>,
+        local: &LocalBackend<BwrapSetting>,
+        cx: Context,
     ) -> Result<ExecuteResult> {
-        let mode = self.mode_for(params.base.config.bwrap);
+        let mode = self.mode_for(*local.extra());
+        self.local.remember_lease(params.lease.provider_lease_id.as_deref(), local);
+        // A missing, stopped or expired lease is refused as the local provider refuses it.
+        let dir = local.store()?.active_dir(params.lease.required_id()?)?;
+        let token = cx.cancellation().clone();
+        let mut cancel = std::pin::pin!(async move { token.cancelled().await });
+        let mut sink = &cx;
         let wrapper = match mode {
             Mode::Plain(reason) => {
-                let out = self.local.execute(params, sink, cancel).await?;
+                let out = self.run(&dir, ExecRequest::from(&params), &mut sink, cancel).await?;
                 return Ok(with_mode(out, "plain", Some(&reason)));
             }
             Mode::Bwrap(w) => w,
         };
-        let Ok(lease) = lease_dir(params) else {
-            // The local provider reports the same problem (missing, stopped, expired lease).
-            return self.local.execute(params, sink, cancel).await;
-        };
+        let lease =
+            dir.canonicalize().map_err(|e| LocalError::io("resolve the lease directory", e))?;
         let tmp = lease.join(".tmp");
         let _ = std::fs::create_dir_all(&tmp);
         let marker = tmp.join(format!("{MARKER_PREFIX}{}", local_provider::random_hex(8)));
         let mut env = base_env(&lease);
         env.extend(params.env.clone().unwrap_or_default());
-        let inv = wrapper.wrap(
-            &lease,
-            &marker,
-            &env,
-            &params.command,
-            params.args.as_deref().unwrap_or_default(),
-        );
-        let mut wrapped = params.clone();
+        let inv = wrapper.wrap(&lease, &marker, &env, &params.command, params.args());
+        let mut wrapped = ExecRequest::from(&params);
         wrapped.command = inv.program;
-        wrapped.args = Some(inv.args);
+        wrapped.args = inv.args;
 
-        let mut cancel = std::pin::pin!(cancel);
-        let mut gate =
-            Gate { marker: &marker, started: false, held: Vec::new(), held_bytes: 0, sink };
-        let out = self.local.execute(&wrapped, &mut gate, cancel.as_mut()).await;
+        let mut gate = Gate {
+            marker: &marker,
+            started: false,
+            held: Vec::new(),
+            held_bytes: 0,
+            sink: &mut sink,
+        };
+        let out = self.run(&dir, wrapped, &mut gate, cancel.as_mut()).await;
         let marker_seen = gate.started || marker.exists();
         let _ = std::fs::remove_file(&marker);
         let out = out?;
@@ -229,11 +266,10 @@ impl BwrapProvider {
             gate.release().await;
             return Ok(with_mode(out, "bwrap", None));
         };
-        let sink = gate.sink;
         tracing::warn!(reason = %why, "bwrap failed to start; running the command plainly");
         self.state().degraded = Some(why.clone());
         let reason = format!("degraded: bwrap failed to start ({why})");
-        let plain = self.local.execute(params, sink, cancel).await?;
+        let plain = self.run(&dir, ExecRequest::from(&params), &mut sink, cancel).await?;
         let mut plain = with_mode(plain, "plain", Some(&reason));
         plain
             .metadata
@@ -275,13 +311,6 @@ impl<S: OutputSink> OutputSink for Gate<'_, S> {
             self.held.push((stream, text.to_owned()));
         }
     }
-}
-
-/// The canonical directory of the call's lease, when it is active.
-fn lease_dir(params: &ExecuteParams<BwrapConfig>) -> Result<PathBuf> {
-    let store = LeaseStore::open(&params.base.config.resolved_root(), ProcessGroups::default())?;
-    let dir = store.active_dir(params.lease.required_id()?)?;
-    dir.canonicalize().map_err(|e| LocalError::io("resolve the lease directory", e))
 }
 
 fn with_mode(mut out: ExecuteResult, mode: &str, reason: Option<&str>) -> ExecuteResult {

@@ -2,20 +2,25 @@
 //! scripts (real processes; the real bwrap is exercised by the wire tests).
 
 use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use paperclip_sandbox_protocol::methods::lease::AcquireLeaseParams;
+use paperclip_sandbox_sdk::testing::TestClient;
 use serde_json::json;
 
 use super::*;
 use crate::wrap::Launcher;
 
 struct Fixture {
+    /// The provider the client serves (a clone: they share the probe cache and the mode).
     provider: BwrapProvider,
+    client: TestClient,
+    next_id: AtomicU64,
     root: tempfile::TempDir,
     bin: tempfile::TempDir,
 }
 
-/// A provider whose "bwrap" is the shell script `body`.
+/// A provider whose "bwrap" is the shell script `body`, served in process.
 fn fixture(body: &str) -> Fixture {
     let bin = tempfile::tempdir().unwrap();
     let fake = bin.path().join("bwrap");
@@ -25,8 +30,11 @@ fn fixture(body: &str) -> Fixture {
     let wrapper = Wrapper { bwrap: fake, sh, launcher: Launcher::Direct };
     let detection =
         Detection { wrapper: Some(wrapper), reason: "stand-in".into(), facts: Default::default() };
+    let provider = BwrapProvider::with_detection(detection);
     Fixture {
-        provider: BwrapProvider::with_detection(detection),
+        client: TestClient::new(provider.clone()),
+        provider,
+        next_id: AtomicU64::new(1),
         root: tempfile::tempdir().unwrap(),
         bin,
     }
@@ -40,33 +48,46 @@ impl Fixture {
         v
     }
 
+    /// Calls `method` over the in-process wire; returns the result and the `execute.log`
+    /// chunks the call streamed (the lines before its answer), as (stream, chunk).
+    async fn call(&self, method: &str, params: Value) -> (Value, Vec<(OutputStream, String)>) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.client.send_line(&request.to_string()).await.unwrap();
+        let mut chunks = Vec::new();
+        loop {
+            // A hang guard: the worker answers within minutes even on a loaded machine.
+            let line = tokio::time::timeout(std::time::Duration::from_secs(300), async {
+                self.client.next_line().await.expect("the worker answers")
+            })
+            .await
+            .expect("answered within the hang guard");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == json!(id) {
+                assert!(v.get("error").is_none(), "{method}: {v}");
+                return (v["result"].clone(), chunks);
+            }
+            if v["method"] == json!("execute.log") {
+                let stream = serde_json::from_value(v["params"]["stream"].clone()).unwrap();
+                chunks.push((stream, v["params"]["chunk"].as_str().unwrap().to_owned()));
+            }
+        }
+    }
+
     async fn lease(&self) -> (String, PathBuf) {
-        let params: AcquireLeaseParams<BwrapConfig> =
-            serde_json::from_value(self.base(json!({"runId": "r"}))).unwrap();
-        let lease = self.provider.local().acquire(&params).await.unwrap();
-        let id = lease.provider_lease_id.unwrap();
+        let (lease, _) =
+            self.call("environmentAcquireLease", self.base(json!({"runId": "r"}))).await;
+        let id = lease["providerLeaseId"].as_str().unwrap().to_owned();
         let dir = self.root.path().join(&id);
         (id, dir)
     }
 
     async fn run(&self, id: &str, script: &str) -> (ExecuteResult, Vec<(OutputStream, String)>) {
-        let params: ExecuteParams<BwrapConfig> = serde_json::from_value(self.base(json!({
+        let params = self.base(json!({
             "lease": {"providerLeaseId": id}, "command": "sh", "args": ["-c", script]
-        })))
-        .unwrap();
-        let mut chunks = Vec::new();
-        let out = self
-            .provider
-            .execute(
-                &params,
-                &mut paperclip_sandbox_sdk::process::sink_fn(|s, c: &str| {
-                    chunks.push((s, c.to_owned()))
-                }),
-                std::future::pending(),
-            )
-            .await
-            .unwrap();
-        (out, chunks)
+        }));
+        let (out, chunks) = self.call("environmentExecute", params).await;
+        (serde_json::from_value(out).unwrap(), chunks)
     }
 }
 
@@ -135,12 +156,12 @@ async fn off_and_missing_prerequisites_are_plain_with_a_reason() {
     );
     // `off` never touches the (here: broken) bwrap.
     let (id, _) = f.lease().await;
-    let params: ExecuteParams<BwrapConfig> = serde_json::from_value(f.base(json!({
+    let params = f.base(json!({
         "config": {"root": f.root.path(), "bwrap": "off"},
         "lease": {"providerLeaseId": id}, "command": "echo", "args": ["plain"]
-    })))
-    .unwrap();
-    let out = f.provider.execute(&params, &mut (), std::future::pending()).await.unwrap();
+    }));
+    let (out, _) = f.call("environmentExecute", params).await;
+    let out: ExecuteResult = serde_json::from_value(out).unwrap();
     assert_eq!((out.stdout.as_str(), meta(&out, "bwrapMode")), ("plain\n", json!("plain")));
 }
 

@@ -59,6 +59,14 @@ pub struct LocalConfig {
 pub trait LocalSettings:
     Serialize + serde::de::DeserializeOwned + Send + Sync + std::fmt::Debug + 'static
 {
+    /// What a wrapping provider's config adds that its own hooks read (the bwrap provider's
+    /// `bwrap` key); `()` for [`LocalConfig`]. It is resolved with the rest of the config into
+    /// the per-config [`LocalBackend`](crate::provider::LocalBackend), where those hooks find it.
+    type Extra: Clone + Send + Sync + std::fmt::Debug + 'static;
+
+    /// The [`Extra`](Self::Extra) part of this config.
+    fn extra(&self) -> Self::Extra;
+
     /// The `root` key.
     fn root(&self) -> Option<&LeaseRoot>;
 
@@ -81,6 +89,10 @@ pub trait LocalSettings:
 }
 
 impl LocalSettings for LocalConfig {
+    type Extra = ();
+
+    fn extra(&self) {}
+
     fn root(&self) -> Option<&LeaseRoot> {
         self.root.as_ref()
     }

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use paperclip_sandbox_protocol::methods::execute::ExecuteParams;
 use paperclip_sandbox_sdk::process::{kill_process_group, process_group_exists, LocalCommand};
 pub use paperclip_sandbox_sdk::process::{
     signal_name, CommandOutput, OutputSink, DEFAULT_DRAIN_AFTER_EXIT,
@@ -48,6 +49,20 @@ pub struct ExecRequest {
     pub stdin: Option<Vec<u8>>,
     /// End the process group after this long.
     pub timeout: Option<Duration>,
+}
+
+impl<C> From<&ExecuteParams<C>> for ExecRequest {
+    /// The request of an `environmentExecute` call (its `cwd` taken as a path).
+    fn from(params: &ExecuteParams<C>) -> Self {
+        Self {
+            command: params.command.clone(),
+            args: params.args().to_vec(),
+            cwd: params.cwd.as_ref().map(PathBuf::from),
+            env: params.env.clone().unwrap_or_default(),
+            stdin: params.stdin.as_ref().map(|s| s.clone().into_bytes()),
+            timeout: params.timeout(),
+        }
+    }
 }
 
 /// The process groups started in each lease, so that stop / release / destroy can end them.

@@ -1,21 +1,20 @@
 //! The local provider: each lease is a private directory on this machine.
 //!
 //! This crate is the `local-provider` example worker. Its core is plain async Rust, so
-//! every piece is testable without the JSON-RPC runtime; [`worker`] puts it on the wire:
+//! every piece is testable without the JSON-RPC runtime; [`provider`] puts it on the wire:
 //!
 //! | Module | Role |
 //! |---|---|
 //! | [`config`] | the typed provider config (`root`, `syncTimeoutMs`) |
 //! | [`leases`] | acquire / resume / release / destroy / stop / realize over lease directories |
 //! | [`exec`] | run one command in a lease: process group, timeout, cancellation, streaming |
-//! | [`provider`] | the `environment*` hooks on the protocol's typed params and results, and the derived plugin manifest |
+//! | [`provider`] | the hooks (the SDK `SandboxProvider` impl: each method written once, on the protocol's typed params and results), the per-config backend, the derived plugin manifest |
 //! | [`sync`] | `environmentSyncIn` / `environmentSyncOut` operations and post-upload commands |
 //! | [`duplex`] | duplex channels: a live command in a lease, its stdin written by the host, its output streamed back |
 //! | [`copy`] | bounded, atomic file and directory copies used by [`sync`] |
 //! | [`confine`] | path confinement to a lease directory (no `..`, no symlink escape) |
 //! | [`glob`], [`error`], [`random_hex`] | the SDK kit's exclude matcher, error type and names ([`paperclip_sandbox_sdk::kit`]) |
 //! | [`timeutil`] | RFC 3339 wire timestamps (lease expiry), from the protocol crate |
-//! | [`worker`] | the SDK `SandboxProvider` impl: wire errors, streaming, shutdown |
 //!
 //! # Security model
 //!
@@ -33,7 +32,6 @@ pub mod exec;
 pub mod leases;
 pub mod provider;
 pub mod sync;
-pub mod worker;
 
 /// The error type shared by the modules: the SDK kit's ([`paperclip_sandbox_sdk::kit`]).
 pub mod error {
