@@ -23,13 +23,7 @@ struct Local;
 impl SyncBackend for Local {
     async fn mapping(&self, _: Direction, m: &FileMapping) -> Result<Transfer> {
         let directory = matches!(m.kind, MappingKind::Directory);
-        let rules = Rules {
-            mode: None,
-            excludes: Excludes::new::<&str>(&[])?,
-            follow_symlinks: false,
-            uid: 0,
-            gid: 0,
-        };
+        let rules = Rules::new(0, 0).with_excludes(Excludes::new::<&str>(&[])?);
         let mut archive = Vec::new();
         if m.source_path.ends_with("crafted") {
             let mut b = tar::Builder::new(&mut archive);
