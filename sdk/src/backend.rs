@@ -10,7 +10,8 @@
 //!   in a canonical form where object key order does not matter — not a hash of it, so two
 //!   configs never share a backend; that form is kept in memory only, never logged, and
 //!   overwritten when dropped), and by concurrent first calls (one `connect` runs, the others
-//!   wait for it);
+//!   wait for it); one per backend type, so a wrapping provider and the one it delegates to
+//!   may each keep their own;
 //! - dropped when the host sends `configChanged`, and evicted (the least recently used first)
 //!   past [`MAX_BACKENDS`] open backends;
 //! - when `connect` fails, its error is the call's error (converted for the call's method by
@@ -19,7 +20,7 @@
 //!
 //! A backend is dropped only when no call holds it any more (hooks hold an `Arc`).
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -132,7 +133,7 @@ fn encode_value(value: &Value, out: &mut impl FnMut(&[u8])) {
     }
 }
 
-/// The open backends of one worker, by config (type-erased: a provider has one backend type).
+/// The open backends of one worker, by backend type and config (type-erased).
 ///
 /// A slot is made by the first call for a config and holds the cell its `connect` fills. A
 /// failed `connect` removes its slot; a successful one makes the slot open, and only open
@@ -148,8 +149,12 @@ impl<S: Default> Default for Backends<S> {
     }
 }
 
+/// A slot's key: the backend's type and the config. Two backend types (a wrapping provider
+/// and the provider it delegates to) keep a backend each for one config.
+type SlotKey = (TypeId, ConfigKey);
+
 struct Slots<S> {
-    by_config: HashMap<ConfigKey, Slot, S>,
+    by_config: HashMap<SlotKey, Slot, S>,
     clock: u64,
 }
 
@@ -185,23 +190,25 @@ impl<S: BuildHasher + Default> Backends<S> {
         let mut slots = self.slots();
         slots.clock += 1;
         let now = slots.clock;
-        if let Some(slot) = slots.by_config.get_mut(key) {
+        let key = (TypeId::of::<OnceCell<Arc<B>>>(), key.clone());
+        if let Some(slot) = slots.by_config.get_mut(&key) {
             if let Ok(cell) = slot.cell.clone().downcast::<OnceCell<Arc<B>>>() {
                 slot.used = now;
                 return cell;
             }
         }
         let cell = Arc::new(OnceCell::<Arc<B>>::new());
-        slots.by_config.insert(key.clone(), Slot { cell: cell.clone(), used: now, open: false });
+        slots.by_config.insert(key, Slot { cell: cell.clone(), used: now, open: false });
         cell
     }
 
     /// Marks `key`'s slot open now that `connect` filled `cell`, and evicts the open slot used
     /// least recently while more than [`MAX_BACKENDS`] are open. Nothing when the slot is no
     /// longer `cell`'s (dropped by `configChanged` meanwhile).
-    fn opened<T>(&self, key: &ConfigKey, cell: &Arc<T>) {
+    fn opened<T: 'static>(&self, key: &ConfigKey, cell: &Arc<T>) {
         let mut slots = self.slots();
-        match slots.by_config.get_mut(key) {
+        let key = (TypeId::of::<T>(), key.clone());
+        match slots.by_config.get_mut(&key) {
             Some(slot) if slot.holds(cell) => slot.open = true,
             _ => return,
         }
@@ -209,7 +216,7 @@ impl<S: BuildHasher + Default> Backends<S> {
             let victim = slots
                 .by_config
                 .iter()
-                .filter(|(k, s)| s.open && *k != key)
+                .filter(|(k, s)| s.open && **k != key)
                 .min_by_key(|(_, s)| s.used)
                 .map(|(k, _)| k.clone());
             let Some(victim) = victim else { break };
@@ -219,11 +226,13 @@ impl<S: BuildHasher + Default> Backends<S> {
 
     /// Removes `key`'s slot after its `connect` failed, unless another call has filled it
     /// meanwhile.
-    fn failed<B>(&self, key: &ConfigKey, cell: &Arc<OnceCell<B>>) {
+    fn failed<B: 'static>(&self, key: &ConfigKey, cell: &Arc<OnceCell<B>>) {
         let mut slots = self.slots();
-        if slots.by_config.get(key).is_some_and(|s| s.holds(cell) && !s.open) && !cell.initialized()
+        let key = (TypeId::of::<OnceCell<B>>(), key.clone());
+        if slots.by_config.get(&key).is_some_and(|s| s.holds(cell) && !s.open)
+            && !cell.initialized()
         {
-            slots.by_config.remove(key);
+            slots.by_config.remove(&key);
         }
     }
 
@@ -306,6 +315,24 @@ mod tests {
         backends.opened(&a, &cell);
         assert!(backends.cell::<&str>(&b).get().is_none(), "b was handed a's backend");
         assert_eq!(**backends.cell::<&str>(&a).get().unwrap(), "a's backend");
+    }
+
+    #[tokio::test]
+    async fn two_backend_types_keep_a_backend_each_for_one_config() {
+        // A wrapping provider and the provider it delegates to, with backends of their own.
+        let backends = Backends::<RandomState>::default();
+        let k = key(json!({"token": "a"}));
+        let outer = backends.cell::<&str>(&k);
+        outer.get_or_init(|| async { Arc::new("outer") }).await;
+        backends.opened(&k, &outer);
+        let inner = backends.cell::<u32>(&k);
+        inner.get_or_init(|| async { Arc::new(7) }).await;
+        backends.opened(&k, &inner);
+        assert_eq!(
+            **backends.cell::<&str>(&k).get().expect("the outer backend was dropped"),
+            "outer"
+        );
+        assert_eq!(**backends.cell::<u32>(&k).get().expect("the inner backend was dropped"), 7);
     }
 
     #[test]
