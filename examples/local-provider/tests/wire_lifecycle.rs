@@ -218,7 +218,8 @@ async fn errors_on_the_wire() {
     let data = &escape["error"]["data"];
     assert_eq!(data["schema"], json!("paperclip/environment-sync-error/v1"), "{escape}");
     assert!(!data.to_string().contains("/etc"), "{data}");
-    // A failed post-upload command names the operation and the command index.
+    // A failed post-upload command names the operation's and the command's index, never the
+    // host's operationId (a value the host supplied).
     let failed = w
         .call(
             json!(4),
@@ -227,7 +228,8 @@ async fn errors_on_the_wire() {
         )
         .await;
     let msg = failed["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("op-x") && msg.contains("postUploadCommands[0]"), "{failed}");
+    assert!(msg.contains("operations[0].postUploadCommands[0]"), "{failed}");
+    assert!(!msg.contains("op-x"), "{failed}");
     assert!(failed["error"].get("data").is_none(), "{failed}");
     // Params that do not fit the method are -32602; a lease that does not exist is an error.
     let wrong = w.call(json!(5), "environmentExecute", json!({"command": 5})).await;
