@@ -81,7 +81,16 @@ pub(crate) fn complete(
         return Err(syn::Error::new(f.sig.fn_token.span, "a hook is an `async fn`"));
     }
     let (ppat, pty) = written.params;
-    let bind_cx = written.cx.map(|(pat, ty)| quote!(let #pat: #ty = __cx;));
+    // The generated arguments keep the names the author wrote where they are plain names, so
+    // that `#[tracing::instrument(skip(params, cx))]` and the recorded fields read as written.
+    let pname = plain_name(ppat).unwrap_or_else(|| format_ident!("__params"));
+    let cname = written
+        .cx
+        .as_ref()
+        .and_then(|(pat, _)| plain_name(pat))
+        .filter(|c| *c != pname)
+        .unwrap_or_else(|| format_ident!("__cx"));
+    let bind_cx = written.cx.map(|(pat, ty)| quote!(let #pat: #ty = #cname;));
     let receiver = f.sig.inputs.first().cloned();
     let ident = &f.sig.ident;
     let block = &f.block;
@@ -97,8 +106,8 @@ pub(crate) fn complete(
         }
         *f = syn::parse_quote_spanned! {f.sig.ident.span()=>
             #(#attrs)*
-            async fn #ident(#receiver, __params: #pty, __cx: #krate::Context) {
-                let #ppat: #pty = __params;
+            async fn #ident(#receiver, #pname: #pty, #cname: #krate::Context) {
+                let #ppat: #pty = #pname;
                 #bind_cx
                 #block
             }
@@ -115,7 +124,7 @@ pub(crate) fn complete(
     let method = quote!(#krate::__private::Method::#variant);
     let bind_backend = written.backend.map(|(pat, ty)| {
         quote_spanned! {ty.span()=>
-            let __backend = #krate::__private::backend(self, &__cx, &__params, #method).await?;
+            let __backend = #krate::__private::backend(self, &#cname, &#pname, #method).await?;
             let #pat: #ty = &*__backend;
         }
     });
@@ -127,17 +136,25 @@ pub(crate) fn complete(
         #(#attrs)*
         async fn #ident(
             #receiver,
-            __params: #pty,
-            __cx: #krate::Context,
+            #pname: #pty,
+            #cname: #krate::Context,
         ) -> #krate::__private::HookOutput<#ret> {
             #bind_backend
-            let #ppat: #pty = __params;
+            let #ppat: #pty = #pname;
             #bind_cx
             let __outcome: #ret = async move #block.await;
             #convert
         }
     };
     Ok(())
+}
+
+/// The name a pattern binds when it is a plain name (`params`, `mut params`), else `None`.
+fn plain_name(pat: &Pat) -> Option<proc_macro2::Ident> {
+    match pat {
+        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => Some(p.ident.clone()),
+        _ => None,
+    }
 }
 
 /// Takes `type Backend = …;` and `async fn connect` out of the block: they are the provider's

@@ -276,19 +276,23 @@ mod tests {
                 async fn connect(&self, c: &Cfg) -> Result<Api, E> { todo() }
                 async fn execute(&self, p: ExecuteParams<Cfg>, api: &Api) -> Result<ExecuteResult, E> { todo() }
                 async fn on_event(&self, v: Value) {}
+                async fn probe(&self, (a, b): ProbeParams<Cfg>, cx: Context) -> HookResult<ProbeResult> { todo() }
             }
         })
         .unwrap();
         let compact: String = out.split_whitespace().collect();
+        // Plain names are kept as the arguments' names (so `#[instrument(skip(p, cx))]` works);
+        // a pattern gets a generated name.
+        assert!(compact.contains("asyncfnprobe(&self,__params:ProbeParams<Cfg>,cx:::paperclip_sandbox_sdk::Context,)"), "{out}");
+        assert!(compact.contains("let(a,b):ProbeParams<Cfg>=__params;letcx:Context=cx;"), "{out}");
         // The trait's signature, the backend fetched for the call's config, the error converted
         // for the method served.
-        assert!(compact.contains("asyncfnexecute(&self,__params:ExecuteParams<Cfg>,__cx:::paperclip_sandbox_sdk::Context,)->::paperclip_sandbox_sdk::__private::HookOutput<Result<ExecuteResult,E>>"), "{out}");
-        assert!(compact.contains("__private::backend(self,&__cx,&__params,::paperclip_sandbox_sdk::__private::Method::EnvironmentExecute)"), "{out}");
+        assert!(compact.contains("asyncfnexecute(&self,p:ExecuteParams<Cfg>,__cx:::paperclip_sandbox_sdk::Context,)->::paperclip_sandbox_sdk::__private::HookOutput<Result<ExecuteResult,E>>"), "{out}");
+        assert!(compact.contains("__private::backend(self,&__cx,&p,::paperclip_sandbox_sdk::__private::Method::EnvironmentExecute)"), "{out}");
         assert!(compact.contains("into_hook_result(__outcome,::paperclip_sandbox_sdk::__private::Method::EnvironmentExecute)"), "{out}");
         assert!(
-            compact.contains(
-                "asyncfnon_event(&self,__params:Value,__cx:::paperclip_sandbox_sdk::Context)"
-            ),
+            compact
+                .contains("asyncfnon_event(&self,v:Value,__cx:::paperclip_sandbox_sdk::Context)"),
             "{out}"
         );
         // `type Backend` and `connect` are the provider's `Connect` impl.

@@ -83,6 +83,16 @@ impl From<&str> for Secret {
     }
 }
 
+/// What a params type's `Debug` prints for its environment config (it carries resolved
+/// secrets, which a JSON object cannot mark): [`Secret::REDACTED`].
+pub(crate) struct Redacted;
+
+impl fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(Secret::REDACTED)
+    }
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(Self::REDACTED)

@@ -34,7 +34,7 @@ pub struct InstanceInfo {
 
 /// Params of `initialize` (A.3).
 #[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct InitializeParams {
@@ -54,6 +54,20 @@ pub struct InitializeParams {
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+/// `config` is printed as `[redacted]`: it carries resolved secrets.
+impl std::fmt::Debug for InitializeParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InitializeParams")
+            .field("manifest", &self.manifest)
+            .field("config", &crate::secret::Redacted)
+            .field("instance_info", &self.instance_info)
+            .field("api_version", &self.api_version)
+            .field("database_namespace", &self.database_namespace)
+            .field("extra", &self.extra)
+            .finish()
+    }
 }
 
 /// Result of `initialize`. A missing `supportedMethods` counts as `[]`, which verifies no
@@ -174,7 +188,7 @@ impl HealthResult {
 /// Params of `configChanged`: a company's config, replayed after initialize. The result is
 /// `null`.
 #[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConfigChangedParams {
@@ -186,6 +200,17 @@ pub struct ConfigChangedParams {
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+/// `config` is printed as `[redacted]`: it carries resolved secrets.
+impl std::fmt::Debug for ConfigChangedParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigChangedParams")
+            .field("config", &crate::secret::Redacted)
+            .field("company_id", &self.company_id)
+            .field("extra", &self.extra)
+            .finish()
+    }
 }
 
 #[cfg(test)]

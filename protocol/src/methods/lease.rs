@@ -26,7 +26,7 @@ pub(crate) use wire::open_enum;
 /// (`PluginEnvironmentDriverBaseParams`, D.1). Other params types embed it with
 /// `#[serde(flatten)]`, so its keys sit at the top level of the params object.
 #[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 #[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
@@ -48,6 +48,20 @@ pub struct EnvironmentBaseParams<C = JsonObject> {
     /// a method's params, this holds the keys neither the base nor that method knows.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+/// `config` is printed as `[redacted]`: it carries resolved secrets.
+impl<C> std::fmt::Debug for EnvironmentBaseParams<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvironmentBaseParams")
+            .field("driver_key", &self.driver_key)
+            .field("company_id", &self.company_id)
+            .field("environment_id", &self.environment_id)
+            .field("issue_id", &self.issue_id)
+            .field("config", &crate::secret::Redacted)
+            .field("extra", &self.extra)
+            .finish()
+    }
 }
 
 map_config!(config EnvironmentBaseParams { driver_key, company_id, environment_id, issue_id, extra });
@@ -258,7 +272,7 @@ impl TerminationReceipt {
 }
 
 /// Params of `environmentValidateConfig` (D.2): no company, so no base params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 #[serde(bound(deserialize = "C: Deserialize<'de> + Default", serialize = "C: Serialize"))]
@@ -272,6 +286,17 @@ pub struct ValidateConfigParams<C = JsonObject> {
     /// Keys this crate does not know, preserved verbatim.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+/// `config` is printed as `[redacted]`: it carries resolved secrets.
+impl<C> std::fmt::Debug for ValidateConfigParams<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ValidateConfigParams")
+            .field("driver_key", &self.driver_key)
+            .field("config", &crate::secret::Redacted)
+            .field("extra", &self.extra)
+            .finish()
+    }
 }
 
 map_config!(config ValidateConfigParams { driver_key, extra });

@@ -36,7 +36,7 @@ pub const TASK_RESPONSE_MISMATCH_MESSAGE: &str =
 
 /// Params of `environmentTask`.
 #[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct EnvironmentTaskParams {
@@ -70,6 +70,25 @@ pub struct EnvironmentTaskParams {
     pub project_ids: Vec<String>,
     /// What to do.
     pub operation: TaskOperation,
+}
+
+/// `config` is printed as `[redacted]`: it carries resolved secrets.
+impl std::fmt::Debug for EnvironmentTaskParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvironmentTaskParams")
+            .field("driver_key", &self.driver_key)
+            .field("company_id", &self.company_id)
+            .field("environment_id", &self.environment_id)
+            .field("issue_id", &self.issue_id)
+            .field("config", &crate::secret::Redacted)
+            .field("lease", &self.lease)
+            .field("task_id", &self.task_id)
+            .field("run_id", &self.run_id)
+            .field("agent_id", &self.agent_id)
+            .field("project_ids", &self.project_ids)
+            .field("operation", &self.operation)
+            .finish()
+    }
 }
 
 impl EnvironmentTaskParams {

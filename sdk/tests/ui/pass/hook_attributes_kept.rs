@@ -17,6 +17,14 @@ impl SandboxProvider for P {
         Ok(HealthResult::default())
     }
 
+    /// Traced without its params or context: the generated arguments keep the names written
+    /// here, so `skip` can name them.
+    #[tracing::instrument(skip(self, params, cx))]
+    async fn probe(&self, params: ProbeParams, cx: Context) -> HookResult<ProbeResult> {
+        let _ = (params, cx);
+        Ok(ProbeResult::ok())
+    }
+
     /// Ignores every event.
     #[allow(unused_variables)]
     async fn on_event(&self, event: Value, cx: Context) {
@@ -25,5 +33,5 @@ impl SandboxProvider for P {
 }
 
 fn main() {
-    assert_eq!(P.implemented_methods(), ["health"]);
+    assert_eq!(P.implemented_methods(), ["health", "environmentProbe"]);
 }
