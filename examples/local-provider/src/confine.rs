@@ -32,14 +32,23 @@ pub enum Leaf {
     NoFollow,
 }
 
+/// A refusal names the rule, never the path (a value the host sent); the path goes to the
+/// worker's debug log (stderr) only.
 fn refuse(path: &Path, why: &str) -> LocalError {
-    LocalError::new(ErrorKind::Confinement, format!("path {} {why}", path.display()))
+    tracing::debug!(path = %path.display(), "confinement refused a path: it {why}");
+    LocalError::new(ErrorKind::Confinement, format!("the path {why}"))
+}
+
+/// An I/O error while confining a path: the step, not the path (logged at debug level only).
+fn io_at(step: &str, path: &Path, e: io::Error) -> LocalError {
+    tracing::debug!(path = %path.display(), error = %e, "confinement: {step} failed");
+    LocalError::io(step, e)
 }
 
 /// Confine `path` to `root` (see the module docs). `root` must exist.
 pub fn confine(root: &Path, path: &Path, leaf: Leaf) -> Result<PathBuf> {
     let root_canon =
-        root.canonicalize().map_err(|e| LocalError::io(format!("lease {}", root.display()), e))?;
+        root.canonicalize().map_err(|e| io_at("resolving the lease directory", root, e))?;
     if !path.is_absolute() {
         return Err(refuse(path, "is not absolute"));
     }
@@ -82,7 +91,7 @@ fn resolve_existing_prefix(root_canon: &Path, check: &Path, original: &Path) -> 
                     if e.kind() == io::ErrorKind::NotFound {
                         refuse(original, "goes through a dangling symlink")
                     } else {
-                        LocalError::io(format!("resolve {}", cur.display()), e)
+                        io_at("resolving the path", cur, e)
                     }
                 })?;
                 if !canon.starts_with(root_canon) {
@@ -104,7 +113,7 @@ fn resolve_existing_prefix(root_canon: &Path, check: &Path, original: &Path) -> 
                 missing.push(name);
                 cur = parent;
             }
-            Err(e) => return Err(LocalError::io(format!("inspect {}", cur.display()), e)),
+            Err(e) => return Err(io_at("inspecting the path", cur, e)),
         }
     }
 }
@@ -159,6 +168,9 @@ mod tests {
         ] {
             let err = confine(&lease, &bad, Leaf::Follow).unwrap_err();
             assert_eq!(err.kind, ErrorKind::Confinement, "{bad:?}");
+            // The rule is named, the path (a value the host sent) is not.
+            let text = err.to_string();
+            assert!(!text.contains('/'), "{text}");
         }
         // A sibling whose name merely starts with the lease's name is outside.
         let sibling = PathBuf::from(format!("{}-other", lease.display()));
