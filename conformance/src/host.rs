@@ -376,21 +376,7 @@ impl Session {
             extra: Map::new(),
         });
         let invocation_id = invocation.as_ref().map(|i| i.id.clone());
-        if let Some(ledger) = &self.config.ledger_file {
-            if matches!(
-                method,
-                name::ENVIRONMENT_ACQUIRE_LEASE
-                    | name::ENVIRONMENT_RESUME_LEASE
-                    | name::ENVIRONMENT_RELEASE_LEASE
-                    | name::ENVIRONMENT_DESTROY_LEASE
-            ) {
-                let attempt = format!("{}/{}", self.label, id.to_value());
-                if method == name::ENVIRONMENT_ACQUIRE_LEASE {
-                    ledger.before_acquire(&attempt, &params);
-                }
-                self.journaled.insert(id.clone(), (attempt, method.to_owned(), params.clone()));
-            }
-        }
+        self.journal(&id, method, &params);
         let request = Request {
             id: id.clone(),
             method: method.to_owned(),
@@ -412,6 +398,32 @@ impl Session {
     /// Registers an id sent in a raw line so that its answer is matched.
     pub fn expect_id(&mut self, id: Id, method: &str) {
         self.sent.insert(id, method.to_owned());
+    }
+
+    /// [`Session::expect_id`] for a raw request about to be sent, journaled to the run's lease
+    /// ledger as [`Session::call`]'s requests are (an acquire is written before it is sent).
+    pub fn expect_request(&mut self, id: Id, method: &str, params: &Value) {
+        self.journal(&id, method, params);
+        self.expect_id(id, method);
+    }
+
+    /// Writes a lease request to the ledger file (when the run keeps one) before it is sent, and
+    /// remembers it so that its answer is journaled too.
+    fn journal(&mut self, id: &Id, method: &str, params: &Value) {
+        let Some(ledger) = &self.config.ledger_file else { return };
+        if matches!(
+            method,
+            name::ENVIRONMENT_ACQUIRE_LEASE
+                | name::ENVIRONMENT_RESUME_LEASE
+                | name::ENVIRONMENT_RELEASE_LEASE
+                | name::ENVIRONMENT_DESTROY_LEASE
+        ) {
+            let attempt = format!("{}/{}", self.label, id.to_value());
+            if method == name::ENVIRONMENT_ACQUIRE_LEASE {
+                ledger.before_acquire(&attempt, params);
+            }
+            self.journaled.insert(id.clone(), (attempt, method.to_owned(), params.clone()));
+        }
     }
 
     /// Waits for the answer to `id`.

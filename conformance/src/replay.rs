@@ -99,14 +99,20 @@ fn recorded_digest(recorded: &HashMap<Id, Reply>, id: &Id) -> Value {
 
 /// Replays `entries` against a fresh `command`; writes a line per request to `out` and returns
 /// the number of differences.
+///
+/// With a `ledger`, the lease requests of the transcript are journaled to it as a run's are
+/// (an acquire before it is sent), so that an interrupted replay can destroy, and `sweep` can
+/// find, what it acquired.
 pub fn replay(
     entries: &[Entry],
     command: &WorkerCommand,
     timeout: Duration,
+    ledger: Option<crate::ledger_file::LedgerFile>,
     out: &mut dyn Write,
 ) -> Result<usize, HarnessError> {
     let recorded = recorded_answers(entries);
-    let config = SessionConfig { call_timeout: timeout, ..SessionConfig::default() };
+    let config =
+        SessionConfig { call_timeout: timeout, ledger_file: ledger, ..SessionConfig::default() };
     let mut session = Session::spawn(command, "replay", config, Observations::default())?;
     let io = |e: std::io::Error| HarnessError::io("<stdout>", e);
     let mut diffs = 0;
@@ -120,9 +126,13 @@ pub fn replay(
             Ok(Message::Request(r)) => Some(r),
             _ => None,
         };
+        let Some(request) = request else {
+            session.send_raw(format!("{}\n", e.line).into_bytes());
+            continue;
+        };
+        let params = request.params.clone().unwrap_or(Value::Null);
+        session.expect_request(request.id.clone(), &request.method, &params);
         session.send_raw(format!("{}\n", e.line).into_bytes());
-        let Some(request) = request else { continue };
-        session.expect_id(request.id.clone(), &request.method);
         let reply = session.await_reply(&request.id, timeout);
         let now = digest(&reply);
         let before = recorded_digest(&recorded, &request.id);

@@ -250,6 +250,49 @@ fn a_killed_replay_leaves_a_ledger_that_sweep_empties() {
     assert!(companies.iter().all(|c| c == "company-kept-case"), "{companies:?}");
 }
 
+/// A replay of a recorded transcript (not a stateful case) journals the acquire it re-sends, so
+/// the lease it makes is listed in its ledger and `sweep` destroys it; before, a transcript's
+/// acquire bypassed the ledger and its lease was left where nothing could find it.
+#[test]
+fn a_transcript_replay_journals_its_acquire_and_sweep_destroys_it() {
+    let Some(run) = Run::new("replay-transcript") else { return };
+    let fixture = support::tests_dir().join("fixtures/official-sdk-worker");
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture.join("stateful-manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let invocation = serde_json::json!({
+        "id": "6f1c2a9e-0d4b-4c1e-9a57-3b8e2f0d7c11",
+        "scope": {"companyId": "company-transcript"},
+    });
+    let requests = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"manifest": manifest, "config": {}}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "environmentAcquireLease",
+            "params": {"driverKey": "stateful-fixture", "companyId": "company-transcript",
+                "environmentId": "env-1", "runId": "run-1", "config": {}},
+            "invocation": invocation}),
+    ];
+    let transcript: String = requests
+        .iter()
+        .map(|r| {
+            serde_json::json!({"dir": "send", "t_ms": 0, "line": r.to_string()}).to_string() + "\n"
+        })
+        .collect();
+    let file = run.dir.join("lifecycle.acquire.ndjson");
+    std::fs::write(&file, transcript).unwrap();
+    let mut child = run.start_replay(&file);
+    run.wait_for_recorded_lease(&mut child);
+    wait(&mut child);
+    let left = run.leases();
+    assert!(!left.is_empty(), "the replayed acquire made a lease: {}", run.stderr());
+    assert!(left.iter().all(|l| run.recorded().contains(l)), "{left:?} not in the ledger");
+    let out = support::harness(&["sweep", &run.run_dir.display().to_string()]);
+    let stderr = support::lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(run.leases(), Vec::<String>::new(), "sweep left leases: {stderr}");
+}
+
 /// Kills `child` once it holds a lease its ledger records, then sweeps the run directory;
 /// returns the text of the ledger the kill left.
 fn killed_leaves_a_ledger_that_sweep_empties(run: &Run, mut child: Child) -> String {

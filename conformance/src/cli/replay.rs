@@ -40,7 +40,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     manifest: Option<PathBuf>,
     /// The company every call is scoped to (`companyId`). Default: the one a stateful case
-    /// file records, else the default company of `run`.
+    /// file records, else the default company of `run`. A transcript's lines are re-sent as
+    /// recorded, with their own company; this applies to its `--expect-fixed` run.
     #[arg(long, value_name = "ID")]
     company: Option<String>,
     /// Where the replay keeps its write-ahead lease ledger, as `run --run-dir` does: every lease
@@ -129,7 +130,8 @@ fn replay_file(args: &ReplayArgs, options: &RunOptions) -> Result<usize, Harness
     let text = std::fs::read_to_string(&args.file).map_err(|e| HarnessError::io(&args.file, e))?;
     let entries = parse_artifact(&text)
         .map_err(|e| HarnessError::BadFile { path: args.file.clone(), message: e.to_string() })?;
-    replay::replay(&entries, &options.command, options.call_timeout, &mut std::io::stdout())
+    let ledger = options.ledger_file.clone();
+    replay::replay(&entries, &options.command, options.call_timeout, ledger, &mut std::io::stdout())
 }
 
 /// `--expect-fixed`: runs the transcript's check and returns the exit code (0 when it passes).
