@@ -327,6 +327,25 @@ impl Reaped {
     }
 }
 
+/// Ends (SIGKILL) every live process below this one: an interrupted run's workers and the
+/// commands they still run, which would otherwise keep writing into a lease while it is
+/// destroyed through a fresh worker. A few passes, for processes started meanwhile.
+pub(crate) fn end_descendants() {
+    let Ok(me) = i32::try_from(std::process::id()) else { return };
+    for _ in 0..3 {
+        let live = descendants(me);
+        if live.is_empty() {
+            return;
+        }
+        for (pid, _) in live {
+            // SAFETY: kill(2) with a pid read from /proc below this process; a pid that has
+            // exited meanwhile only makes the call fail.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Every live process below `root` (not `root` itself), found through the `children` files of
 /// each process's threads, as `(pid, command name)`.
 pub(crate) fn descendants(root: i32) -> Vec<(i32, String)> {

@@ -200,6 +200,9 @@ impl LedgerFile {
         announce: impl FnOnce(),
     ) -> Option<crate::sweep::SweepOutcome> {
         let unanswered = self.mark_interrupted(wait, true, announce)?;
+        // The run's own workers end first (their acquires in flight have been waited for): a
+        // command still running in a lease would race its destroy.
+        crate::reaper::end_descendants();
         let leases = self.live();
         let manifest = self.manifest_value();
         let mut out =
