@@ -44,6 +44,11 @@ pub const MAX_BACKENDS: usize = 16;
 /// Written inside the `#[provider]` block (`type Backend = …;` and `async fn connect`), which
 /// moves both into this impl; hooks then take the backend as an argument (`api: &Api`). See
 /// the [module docs](self) for when it is opened and dropped.
+///
+/// Backends are kept per backend type and config: a wrapping provider that declares the same
+/// `Backend` type as the provider it delegates to shares that provider's backend for a config
+/// (whichever `connect` ran first opened it), so it must open it the same way — best by calling
+/// the inner provider's `connect`.
 #[async_trait]
 pub trait Connect: SandboxProvider {
     /// The client hooks receive.
