@@ -161,6 +161,7 @@ pub(crate) fn spawn(plan: &ExecPlan) -> io::Result<Reaped> {
         unsafe { helper_main(child_fds, plan) }
     }
     drop((stdin_r, stdout_w, stderr_w, control_r, status_w, exec_err_w));
+    live_reapers().push(helper);
     let mut reaped = Reaped {
         helper,
         worker: 0,
@@ -314,6 +315,7 @@ impl Reaped {
         while !self.helper_gone && Instant::now() < deadline {
             self.poll_records(deadline.saturating_duration_since(Instant::now()));
         }
+        live_reapers().retain(|&r| r != self.helper);
         // SAFETY: the helper is this process's own child and not yet reaped: its pid is still
         // ours to signal and wait for.
         unsafe {
@@ -327,19 +329,30 @@ impl Reaped {
     }
 }
 
-/// Ends (SIGKILL) every live process below this one: an interrupted run's workers and the
-/// commands they still run, which would otherwise keep writing into a lease while it is
-/// destroyed through a fresh worker. A few passes, for processes started meanwhile.
-pub(crate) fn end_descendants() {
-    let Ok(me) = i32::try_from(std::process::id()) else { return };
+/// The reapers of the workers this process runs now, for [`end_every_worker_tree`]. A pid is
+/// removed before its reaper is reaped, so a listed pid is never another process's.
+static LIVE_REAPERS: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());
+
+fn live_reapers() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
+    LIVE_REAPERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Ends (SIGKILL) every process of every worker tree this process runs: an interrupted run's
+/// workers and the commands they still run, which would otherwise keep writing into a lease
+/// while it is destroyed through a fresh worker. Only the reapers' own subtrees are read and
+/// signalled (the reapers themselves stay, to reap them); a few rounds, for processes started
+/// meanwhile. The list stays locked throughout, so no reaper is reaped under it.
+pub(crate) fn end_every_worker_tree() {
+    let reapers = live_reapers();
     for _ in 0..3 {
-        let live = descendants(me);
+        let live: Vec<i32> =
+            reapers.iter().flat_map(|&r| descendants(r)).map(|(pid, _)| pid).collect();
         if live.is_empty() {
             return;
         }
-        for (pid, _) in live {
-            // SAFETY: kill(2) with a pid read from /proc below this process; a pid that has
-            // exited meanwhile only makes the call fail.
+        for pid in live {
+            // SAFETY: kill(2) on a pid below one of this process's unreaped reapers; a pid that
+            // has exited meanwhile stays a zombie of that subtree until reaped there.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -382,6 +395,7 @@ impl Drop for Reaped {
         if !self.helper_gone {
             self.finish();
         }
+        live_reapers().retain(|&r| r != self.helper);
     }
 }
 

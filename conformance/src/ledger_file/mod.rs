@@ -200,13 +200,22 @@ impl LedgerFile {
         announce: impl FnOnce(),
     ) -> Option<crate::sweep::SweepOutcome> {
         let unanswered = self.mark_interrupted(wait, true, announce)?;
-        // The run's own workers end first (their acquires in flight have been waited for): a
-        // command still running in a lease would race its destroy.
-        crate::reaper::end_descendants();
-        let leases = self.live();
         let manifest = self.manifest_value();
-        let mut out =
-            crate::sweep::end_leases(&self.0.command, &manifest, &leases, |id| self.destroyed(id));
+        let end = || {
+            let leases = self.live();
+            crate::sweep::end_leases(&self.0.command, &manifest, &leases, |id| self.destroyed(id))
+        };
+        let mut out = end();
+        if !out.failed.is_empty() {
+            // A command the run's own workers still run in a lease can race its destroy (a
+            // file written while the directory is removed): end those workers' trees, then
+            // try what failed once more.
+            crate::reaper::end_every_worker_tree();
+            let again = end();
+            out.destroyed.extend(again.destroyed);
+            out.failed = again.failed;
+            out.skipped = out.skipped.or(again.skipped);
+        }
         out.unanswered = unanswered;
         let s = self.lock();
         if removable(&s.leases, &s.released, unanswered, Unanswered::KeepFile) {
